@@ -1,0 +1,26 @@
+# Finds what the library needs. Every package named here is installed by scripts/setup.
+find_package(Threads REQUIRED)
+find_package(fmt 9 CONFIG REQUIRED)
+find_package(Boost 1.74 REQUIRED)
+find_package(PkgConfig REQUIRED)
+
+set(RDMAREPL_PRIVATE_LIBS "")
+
+# Pre-shared-key authentication of the bootstrap handshake (HMAC-SHA-512/256).
+pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
+list(APPEND RDMAREPL_PRIVATE_LIBS PkgConfig::SODIUM)
+
+# The verbs transport: AUTO builds it when libibverbs (and librdmacm) are found.
+set(RDMAREPL_HAVE_VERBS OFF)
+if(NOT RDMAREPL_WITH_VERBS STREQUAL "OFF")
+  pkg_check_modules(IBVERBS IMPORTED_TARGET libibverbs)
+  pkg_check_modules(RDMACM IMPORTED_TARGET librdmacm)
+  if(IBVERBS_FOUND AND RDMACM_FOUND)
+    set(RDMAREPL_HAVE_VERBS ON)
+    set(RDMAREPL_VERBS_LIBS PkgConfig::IBVERBS PkgConfig::RDMACM)
+  elseif(RDMAREPL_WITH_VERBS STREQUAL "ON")
+    message(FATAL_ERROR "RDMAREPL_WITH_VERBS=ON but libibverbs/librdmacm were not found: "
+                        "install libibverbs-dev and librdmacm-dev (scripts/setup does).")
+  endif()
+endif()
+message(STATUS "rdmarepl: verbs transport ${RDMAREPL_HAVE_VERBS}")

@@ -1,0 +1,104 @@
+// The narrow transport interface. It is used at batch granularity (one virtual call per
+// batch of work requests or completions), so its cost is amortised on the data path.
+// Semantics copy RC verbs: see docs/ARCHITECTURE.md ("Transport semantics").
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "rdmarepl/core/result.h"
+#include "rdmarepl/transport/types.h"
+
+namespace rdmarepl::transport {
+
+// Owner of one registration; deregisters on destruction. Move-only through unique_ptr.
+class MemoryRegion {
+ public:
+  virtual ~MemoryRegion() = default;
+  [[nodiscard]] virtual const RegisteredRegion& region() const noexcept = 0;
+  [[nodiscard]] RemoteRegion remote() const noexcept {
+    const auto& r = region();
+    return RemoteRegion{reinterpret_cast<uint64_t>(r.addr), static_cast<uint32_t>(r.length),
+                        r.keys.rkey};
+  }
+};
+
+// Parameters of a connection, given by both sides before the handshake.
+struct ConnectionOptions {
+  std::string node_id;                 // our identity, sent to the peer
+  std::string pre_shared_key;          // empty: no authentication
+  std::vector<RemoteRegion> regions;   // regions we let the peer write into
+  std::string app_data;                // opaque bytes for the layer above (<= 64 KiB)
+  uint32_t send_queue_depth = 1024;    // max outstanding write requests
+  uint32_t recv_queue_depth = 1024;    // max posted receives
+  std::chrono::milliseconds connect_timeout{5000};
+};
+
+// What we learnt about the peer in the handshake.
+struct PeerInfo {
+  std::string node_id;
+  std::string address;                 // "host:port" for messages
+  std::vector<RemoteRegion> regions;   // regions the peer lets us write into
+  std::string app_data;
+};
+
+// One reliable connection (a QP). post_* and poll are the data path: they never throw or
+// allocate, and one thread at a time may call them. A connection that hits an error moves
+// to the error state; pending requests then complete with WcStatus::flushed and `error()`
+// says what happened.
+class Connection {
+ public:
+  virtual ~Connection() = default;
+
+  // Posts a chain of writes-with-immediate, in order. All or nothing.
+  virtual PostStatus post_writes(std::span<const WriteRequest> requests) noexcept = 0;
+  // Posts `count` zero-length receives; each write-with-imm from the peer consumes one.
+  virtual PostStatus post_recvs(uint32_t count, uint64_t first_wr_id = 0) noexcept = 0;
+  // Reaps up to out.size() completions (send and receive side). Returns how many. Also
+  // makes progress for transports that need the CPU to move bytes (TCP).
+  virtual size_t poll(std::span<Completion> out) noexcept = 0;
+  // Blocks until poll() may return something, the timeout passes, or the connection fails.
+  // Control plane: used by blocking polling modes.
+  virtual Status wait(std::chrono::milliseconds timeout) = 0;
+
+  [[nodiscard]] virtual bool healthy() const noexcept = 0;
+  // Why the connection left the healthy state (empty message while healthy).
+  [[nodiscard]] virtual Error error() const = 0;
+  [[nodiscard]] virtual const PeerInfo& peer() const noexcept = 0;
+  // Closes the connection; pending requests complete as flushed.
+  virtual void close() noexcept = 0;
+};
+
+class Listener {
+ public:
+  virtual ~Listener() = default;
+  // Waits for one peer and runs the handshake. A peer that fails the handshake (bad key,
+  // garbage) is refused and reported in the returned error; the listener stays usable.
+  virtual Result<std::unique_ptr<Connection>> accept(const ConnectionOptions& options,
+                                                     std::chrono::milliseconds timeout) = 0;
+  [[nodiscard]] virtual Endpoint local_endpoint() const = 0;
+};
+
+// A transport instance: a protection domain plus a way to make connections.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  [[nodiscard]] virtual std::string_view name() const noexcept = 0;  // "tcp", "verbs"
+
+  // Registers [addr, addr+length) with `access`. Control plane; expensive on verbs.
+  virtual Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, size_t length,
+                                                                Access access) = 0;
+  // Registration as a pair of plain calls, for the memory layer's injected registrar.
+  virtual Result<RegisteredRegion> register_raw(void* addr, size_t length, Access access) = 0;
+  virtual void deregister_raw(const RegisteredRegion& region) noexcept = 0;
+
+  virtual Result<std::unique_ptr<Listener>> listen(const Endpoint& where) = 0;
+  virtual Result<std::unique_ptr<Connection>> connect(const Endpoint& where,
+                                                      const ConnectionOptions& options) = 0;
+};
+
+}  // namespace rdmarepl::transport

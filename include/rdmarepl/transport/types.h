@@ -1,0 +1,130 @@
+// Plain value types shared by every transport and by the memory layer. They copy the
+// vocabulary of RC verbs: keys, remote descriptors, work requests and completions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "rdmarepl/core/byte_order.h"
+
+namespace rdmarepl::transport {
+
+// Access rights of a registered region (a subset of ibv_access_flags).
+enum class Access : uint32_t {
+  local_write = 1u << 0,
+  remote_write = 1u << 1,
+  remote_read = 1u << 2,
+};
+constexpr Access operator|(Access a, Access b) noexcept {
+  return static_cast<Access>(static_cast<uint32_t>(a) | static_cast<uint32_t>(b));
+}
+constexpr bool has(Access set, Access bit) noexcept {
+  return (static_cast<uint32_t>(set) & static_cast<uint32_t>(bit)) != 0;
+}
+
+// The keys of one registration: lkey names it in local work requests, rkey lets a peer
+// write (or read) into it.
+struct MemoryKeys {
+  uint32_t lkey = 0;
+  uint32_t rkey = 0;
+  friend bool operator==(const MemoryKeys&, const MemoryKeys&) = default;
+};
+
+// A registration as the registering process sees it.
+struct RegisteredRegion {
+  void* addr = nullptr;
+  size_t length = 0;
+  MemoryKeys keys;
+  Access access = Access::local_write;
+  // Transport-private handle (e.g. the ibv_mr*), passed back on deregistration.
+  void* handle = nullptr;
+};
+
+// What a peer needs to write into a registered region: plain value, serialisable
+// (16 bytes on the wire, network byte order: addr u64 | length u32 | rkey u32).
+struct RemoteRegion {
+  uint64_t addr = 0;
+  uint32_t length = 0;
+  uint32_t rkey = 0;
+
+  static constexpr size_t kWireSize = 16;
+  void serialize(void* out) const noexcept {
+    auto* p = static_cast<uint8_t*>(out);
+    store_be64(p, addr);
+    store_be32(p + 8, length);
+    store_be32(p + 12, rkey);
+  }
+  static RemoteRegion deserialize(const void* in) noexcept {
+    const auto* p = static_cast<const uint8_t*>(in);
+    return RemoteRegion{load_be64(p), load_be32(p + 8), load_be32(p + 12)};
+  }
+  friend bool operator==(const RemoteRegion&, const RemoteRegion&) = default;
+};
+
+// One RDMA Write-with-Immediate: `length` bytes from local memory (covered by `lkey`) are
+// placed at `remote_addr` in the peer's region named by `rkey`; then the peer consumes one
+// posted receive whose completion carries `imm`. Zero-length writes are allowed (the
+// immediate alone is delivered).
+struct WriteRequest {
+  uint64_t wr_id = 0;
+  const void* local_addr = nullptr;
+  uint32_t length = 0;
+  uint32_t lkey = 0;
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+  uint32_t imm = 0;      // host order here; transports carry it in network byte order
+  bool signaled = true;  // unsignaled writes produce no send completion on success
+};
+
+// Completion status, named after ibv_wc_status. Anything but `success` moves the
+// connection to the error state: later requests complete with `flushed`.
+enum class WcStatus : uint8_t {
+  success = 0,
+  local_length_error,      // IBV_WC_LOC_LEN_ERR
+  local_qp_error,          // IBV_WC_LOC_QP_OP_ERR
+  local_protection_error,  // IBV_WC_LOC_PROT_ERR (bad lkey / range)
+  flushed,                 // IBV_WC_WR_FLUSH_ERR
+  remote_access_error,     // IBV_WC_REM_ACCESS_ERR (bad rkey / range at the responder)
+  remote_invalid_request,  // IBV_WC_REM_INV_REQ_ERR
+  remote_operation_error,  // IBV_WC_REM_OP_ERR
+  retry_exceeded,          // IBV_WC_RETRY_EXC_ERR (peer unreachable / gone)
+  rnr_retry_exceeded,      // IBV_WC_RNR_RETRY_EXC_ERR (no receive posted at the responder)
+  fatal,                   // IBV_WC_FATAL_ERR and anything unmapped
+};
+
+// The ibv_wc_status-style name ("IBV_WC_REM_ACCESS_ERR") and what to do about it.
+std::string_view wc_status_name(WcStatus s) noexcept;
+std::string_view wc_status_advice(WcStatus s) noexcept;
+
+enum class WcOpcode : uint8_t {
+  rdma_write = 0,          // requester side: a signaled WriteRequest finished
+  recv_rdma_with_imm = 1,  // responder side: a write-with-imm landed, one receive consumed
+};
+
+struct Completion {
+  uint64_t wr_id = 0;  // requester: the WriteRequest's wr_id; responder: the receive's wr_id
+  uint32_t imm = 0;    // responder only; host order
+  uint32_t byte_len = 0;
+  WcOpcode opcode = WcOpcode::rdma_write;
+  WcStatus status = WcStatus::success;
+};
+
+// Data-path result of post calls: cheap, never throws or allocates.
+enum class PostStatus : uint8_t {
+  ok = 0,
+  queue_full,     // the send queue has no room for the whole batch; nothing was posted
+  invalid,        // a request is malformed (length 0 with a non-null address is fine)
+  disconnected,   // the connection is in the error state
+};
+
+// host:port endpoint for listeners, bootstrap and TCP data connections.
+struct Endpoint {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;
+  [[nodiscard]] std::string to_string() const { return host + ":" + std::to_string(port); }
+  friend bool operator==(const Endpoint&, const Endpoint&) = default;
+};
+
+}  // namespace rdmarepl::transport
