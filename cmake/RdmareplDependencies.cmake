@@ -24,3 +24,18 @@ if(NOT RDMAREPL_WITH_VERBS STREQUAL "OFF")
   endif()
 endif()
 message(STATUS "rdmarepl: verbs transport ${RDMAREPL_HAVE_VERBS}")
+
+# The XGBoost tuner: AUTO builds it when the XGBoost C API (libxgboost-dev) is found. Linked
+# privately: the public headers never include xgboost's.
+set(RDMAREPL_HAVE_XGBOOST OFF)
+if(NOT RDMAREPL_WITH_XGBOOST STREQUAL "OFF")
+  pkg_check_modules(XGBOOST IMPORTED_TARGET xgboost)
+  if(XGBOOST_FOUND)
+    set(RDMAREPL_HAVE_XGBOOST ON)
+    list(APPEND RDMAREPL_PRIVATE_LIBS PkgConfig::XGBOOST)
+  elseif(RDMAREPL_WITH_XGBOOST STREQUAL "ON")
+    message(FATAL_ERROR "RDMAREPL_WITH_XGBOOST=ON but the XGBoost C API was not found: "
+                        "install libxgboost-dev and xgboost (scripts/setup does).")
+  endif()
+endif()
+message(STATUS "rdmarepl: XGBoost tuner ${RDMAREPL_HAVE_XGBOOST}")
