@@ -1,0 +1,122 @@
+// Appends framed batches to preallocated segment files, rotating at a size, with group
+// commit: many threads append; one fdatasync covers every append written before it
+// started, and each appender that needs durability waits for the sync that covers it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+
+#include "rdmarepl/core/result.h"
+#include "rdmarepl/wal/file.h"
+#include "rdmarepl/wal/format.h"
+
+namespace rdmarepl::wal {
+
+enum class Durability : uint8_t {
+  none,      // append returns after write(2): the OS cache holds the frame
+  batch,     // append returns after an fdatasync that covers the frame (group commit)
+  interval,  // a background flusher syncs every WriterOptions::interval
+};
+const char* to_string(Durability d) noexcept;
+
+struct WriterOptions {
+  // 64 MiB: large enough that rotation (one extra fdatasync + directory fsync) is rare,
+  // small enough that deleting covered segments after a checkpoint frees space promptly.
+  uint64_t segment_size = 64u << 20;
+  Durability durability = Durability::batch;
+  std::chrono::milliseconds interval{10};
+};
+
+// A ticket for one append: the end of its frame in this writer's byte stream. Tickets
+// increase with append order; durable_lsn() >= t means the frame of ticket t (and every
+// frame before it) is on stable storage. Tickets start at 0 for each Writer.
+using Lsn = uint64_t;
+
+struct WriterStats {
+  uint64_t appends = 0;
+  uint64_t records = 0;
+  uint64_t bytes = 0;  // frame bytes written (headers included)
+  uint64_t syncs = 0;  // fdatasync calls made for group commit (rotations excluded)
+  uint64_t rotations = 0;
+};
+
+class Writer {
+ public:
+  // Creates segment `segment_number` in `dir` (which must exist) and appends from there.
+  // Batches must have first_seq >= next_seq.
+  static Result<std::unique_ptr<Writer>> create(std::string dir, uint64_t segment_number,
+                                                uint64_t next_seq, WriterOptions options);
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+  // Closes: stops the flusher and syncs what was written (errors are logged).
+  ~Writer();
+
+  // Frames `batch` (an already-encoded batch; its bytes are written as they are) and
+  // appends it. Requires first_seq <= last_seq, first_seq greater than the last seq of
+  // the previous append, and batch.size() <= kMaxFramePayload. With Durability::batch it
+  // returns once the frame is durable. Thread-safe.
+  Result<Lsn> append(std::span<const uint8_t> batch, uint64_t first_seq, uint64_t last_seq,
+                     uint32_t record_count);
+
+  // Returns once every frame up to ticket `lsn` is durable, syncing if no sync in flight
+  // covers it. Works under every durability policy. Thread-safe.
+  Status wait_durable(Lsn lsn);
+  Status sync() { return wait_durable(written_lsn()); }
+
+  [[nodiscard]] Lsn durable_lsn() const noexcept {
+    return durable_lsn_.load(std::memory_order_acquire);
+  }
+  [[nodiscard]] Lsn written_lsn() const noexcept;
+  // Last seq of the newest durable frame (or next_seq - 1 when none).
+  [[nodiscard]] uint64_t durable_seq() const noexcept {
+    return durable_seq_.load(std::memory_order_acquire);
+  }
+  [[nodiscard]] uint64_t current_segment() const noexcept;
+  [[nodiscard]] WriterStats stats() const noexcept;
+
+  // Syncs, seals the current segment (end frame, truncated), stops the flusher. Idempotent.
+  Status close();
+
+ private:
+  Writer(std::string dir, WriterOptions options);
+  Status open_segment(uint64_t number, uint64_t first_seq);  // mu_ held
+  Status rotate(std::unique_lock<std::mutex>& lk);           // mu_ held
+  Status seal_current(std::unique_lock<std::mutex>& lk);     // mu_ held
+  Status fail(Error e);                                      // mu_ held
+  void flusher_loop();
+
+  const std::string dir_;
+  const WriterOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // a sync finished, or stop_
+  File file_;
+  uint64_t segment_ = 0;
+  uint64_t offset_ = 0;    // next write position in file_
+  uint64_t next_seq_ = 0;  // smallest first_seq the next append may carry
+  Lsn written_ = 0;
+  uint64_t written_seq_ = 0;  // last seq written
+  bool syncing_ = false;      // a group-commit fdatasync is in flight (mu_ released)
+  bool closed_ = false;
+  bool failed_ = false;  // a write or sync failed: the log refuses further appends
+  Error error_;
+  WriterStats stats_;
+  std::atomic<Lsn> durable_lsn_{0};
+  std::atomic<uint64_t> durable_seq_{0};
+
+  bool stop_ = false;
+  std::thread flusher_;
+};
+
+// Writes an end frame at `offset` of the segment file `f`, drops everything after it and
+// syncs: the segment is complete. Used on rotation and when reopening after recovery.
+Status seal_segment(const File& f, uint64_t offset);
+
+}  // namespace rdmarepl::wal

@@ -1,0 +1,253 @@
+#include "rdmarepl/wal/writer.h"
+
+#include <fcntl.h>
+
+#include <fmt/format.h>
+
+#include "rdmarepl/core/log.h"
+#include "rdmarepl/wal/layout.h"
+
+namespace rdmarepl::wal {
+
+const char* to_string(Durability d) noexcept {
+  switch (d) {
+    case Durability::none:
+      return "none";
+    case Durability::batch:
+      return "batch";
+    case Durability::interval:
+      return "interval";
+  }
+  return "unknown";
+}
+
+Status seal_segment(const File& f, uint64_t offset) {
+  uint8_t hdr[kFrameHeaderSize] = {};
+  FrameHeader h;
+  h.type = FrameType::end;
+  h.encode(hdr, hdr);  // length 0: the payload pointer is not read
+  RDMAREPL_TRY(f.write_at(offset, std::span<const uint8_t>(hdr)));
+  RDMAREPL_TRY(f.truncate(offset + kFrameHeaderSize));
+  return f.sync_data();
+}
+
+Writer::Writer(std::string dir, WriterOptions options) : dir_(std::move(dir)), options_(options) {}
+
+Result<std::unique_ptr<Writer>> Writer::create(std::string dir, uint64_t segment_number,
+                                               uint64_t next_seq, WriterOptions options) {
+  // Room for the header, one small frame and the end frame.
+  constexpr uint64_t kMinSegment = 4096;
+  if (options.segment_size < kMinSegment) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("WAL segment size {} is below the minimum {}: raise "
+                             "WriterOptions::segment_size",
+                             options.segment_size, kMinSegment));
+  }
+  if (options.durability == Durability::interval && options.interval.count() <= 0) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("WAL durability 'interval' needs a positive interval, got {} ms",
+                             options.interval.count()));
+  }
+  std::unique_ptr<Writer> w(new Writer(std::move(dir), options));
+  {
+    std::unique_lock lk(w->mu_);
+    w->next_seq_ = next_seq;
+    w->written_seq_ = next_seq == 0 ? 0 : next_seq - 1;
+    w->durable_seq_.store(w->written_seq_, std::memory_order_release);
+    RDMAREPL_TRY(w->open_segment(segment_number, next_seq));
+  }
+  if (options.durability == Durability::interval)
+    w->flusher_ = std::thread([p = w.get()] { p->flusher_loop(); });
+  return w;
+}
+
+Writer::~Writer() {
+  auto st = close();
+  if (!st) log::error("wal: closing the writer of {} failed: {}", dir_, st.error().to_string());
+}
+
+Status Writer::open_segment(uint64_t number, uint64_t first_seq) {
+  const std::string path = join_path(dir_, segment_file_name(number));
+  auto f = File::open(path, O_RDWR | O_CREAT | O_EXCL);
+  if (!f) {
+    if (f.error().code() == std::errc::file_exists) {
+      return Error(Errc::already_exists,
+                   fmt::format("WAL segment {} already exists: another writer may be using {}; "
+                               "open the directory through wal::Log, which recovers first",
+                               path, dir_));
+    }
+    return std::move(f).error();
+  }
+  uint8_t hdr[kSegmentHeaderSize];
+  SegmentHeader{number, first_seq}.encode(hdr);
+  RDMAREPL_TRY(f->preallocate(options_.segment_size));
+  RDMAREPL_TRY(f->write_at(0, std::span<const uint8_t>(hdr)));
+  // The header and the file size must be durable before any frame is acknowledged.
+  RDMAREPL_TRY(f->sync_data());
+  RDMAREPL_TRY(sync_dir(dir_));
+  file_ = std::move(*f);
+  segment_ = number;
+  offset_ = kSegmentHeaderSize;
+  return ok_status();
+}
+
+Status Writer::fail(Error e) {
+  if (!failed_) {
+    failed_ = true;
+    error_ = std::move(e);
+    log::error("wal: {} (further appends to {} are refused)", error_.to_string(), dir_);
+  }
+  cv_.notify_all();
+  return error_;
+}
+
+Status Writer::seal_current(std::unique_lock<std::mutex>& lk) {
+  while (syncing_) cv_.wait(lk);
+  if (auto st = seal_segment(file_, offset_); !st) return fail(std::move(st).error());
+  // Everything written so far was in this segment (earlier ones were sealed the same way).
+  durable_lsn_.store(written_, std::memory_order_release);
+  durable_seq_.store(written_seq_, std::memory_order_release);
+  cv_.notify_all();
+  return ok_status();
+}
+
+Status Writer::rotate(std::unique_lock<std::mutex>& lk) {
+  RDMAREPL_TRY(seal_current(lk));
+  if (auto st = file_.close(); !st) return fail(std::move(st).error());
+  if (auto st = open_segment(segment_ + 1, next_seq_); !st) return fail(std::move(st).error());
+  ++stats_.rotations;
+  return ok_status();
+}
+
+Result<Lsn> Writer::append(std::span<const uint8_t> batch, uint64_t first_seq, uint64_t last_seq,
+                           uint32_t record_count) {
+  if (batch.size() > kMaxFramePayload) {
+    return Error(Errc::too_large, fmt::format("WAL batch of {} bytes exceeds the {}-byte frame "
+                                              "limit: split it into smaller batches",
+                                              batch.size(), kMaxFramePayload));
+  }
+  if (first_seq > last_seq) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("WAL batch has first_seq {} > last_seq {}", first_seq, last_seq));
+  }
+  // The CRC is computed before taking the lock so that appenders checksum in parallel.
+  uint8_t hdr[kFrameHeaderSize] = {};
+  FrameHeader h;
+  h.length = static_cast<uint32_t>(batch.size());
+  h.type = FrameType::batch;
+  h.record_count = record_count;
+  h.first_seq = first_seq;
+  h.last_seq = last_seq;
+  h.encode(hdr, batch.data());
+  const uint64_t frame = kFrameHeaderSize + batch.size();
+
+  Lsn lsn = 0;
+  {
+    std::unique_lock lk(mu_);
+    if (failed_) return error_;
+    if (closed_) return Error(Errc::closed, fmt::format("WAL writer of {} is closed", dir_));
+    if (first_seq < next_seq_) {
+      return Error(Errc::invalid_argument,
+                   fmt::format("WAL batch first_seq {} is not after the previous batch (next "
+                               "allowed seq {}): append batches in seq order",
+                               first_seq, next_seq_));
+    }
+    if (offset_ + frame > options_.segment_size && offset_ > kSegmentHeaderSize)
+      RDMAREPL_TRY(rotate(lk));
+    const iovec iov[2] = {{hdr, kFrameHeaderSize},
+                          {const_cast<uint8_t*>(batch.data()), batch.size()}};
+    if (auto st = file_.write_at(offset_, std::span<const iovec>(iov, batch.empty() ? 1 : 2));
+        !st) {
+      (void)fail(std::move(st).error());
+      return error_;
+    }
+    offset_ += frame;
+    written_ += frame;
+    written_seq_ = last_seq;
+    next_seq_ = last_seq + 1;
+    ++stats_.appends;
+    stats_.records += record_count;
+    stats_.bytes += frame;
+    lsn = written_;
+  }
+  if (options_.durability == Durability::batch) RDMAREPL_TRY(wait_durable(lsn));
+  return lsn;
+}
+
+Status Writer::wait_durable(Lsn lsn) {
+  std::unique_lock lk(mu_);
+  if (lsn > written_) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("WAL ticket {} was never issued (last issued {})", lsn, written_));
+  }
+  while (durable_lsn_.load(std::memory_order_acquire) < lsn) {
+    if (failed_) return error_;
+    if (syncing_) {
+      cv_.wait(lk);
+      continue;
+    }
+    // Become the group-commit leader: one fdatasync covers everything written so far,
+    // including frames of appenders now waiting on cv_.
+    syncing_ = true;
+    const Lsn target = written_;
+    const uint64_t seq = written_seq_;
+    lk.unlock();
+    auto st = file_.sync_data();  // rotate/close wait for !syncing_, so file_ stays put
+    lk.lock();
+    syncing_ = false;
+    ++stats_.syncs;
+    if (!st) return fail(std::move(st).error());
+    if (target > durable_lsn_.load(std::memory_order_relaxed)) {
+      durable_lsn_.store(target, std::memory_order_release);
+      durable_seq_.store(seq, std::memory_order_release);
+    }
+    cv_.notify_all();
+  }
+  return ok_status();
+}
+
+void Writer::flusher_loop() {
+  std::unique_lock lk(mu_);
+  while (!stop_) {
+    cv_.wait_for(lk, options_.interval, [this] { return stop_; });
+    if (stop_ || failed_ || durable_lsn_.load(std::memory_order_relaxed) >= written_) continue;
+    const Lsn target = written_;
+    lk.unlock();
+    (void)wait_durable(target);  // a failure is sticky and reported by the next append
+    lk.lock();
+  }
+}
+
+Status Writer::close() {
+  {
+    std::lock_guard lk(mu_);
+    if (closed_) return failed_ ? Status(error_) : ok_status();
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (flusher_.joinable()) flusher_.join();
+  std::unique_lock lk(mu_);
+  if (closed_) return failed_ ? Status(error_) : ok_status();
+  closed_ = true;
+  Status st = failed_ ? Status(error_) : seal_current(lk);
+  if (auto c = file_.close(); st.ok() && !c.ok()) st = std::move(c);
+  cv_.notify_all();
+  return st;
+}
+
+Lsn Writer::written_lsn() const noexcept {
+  std::lock_guard lk(mu_);
+  return written_;
+}
+
+uint64_t Writer::current_segment() const noexcept {
+  std::lock_guard lk(mu_);
+  return segment_;
+}
+
+WriterStats Writer::stats() const noexcept {
+  std::lock_guard lk(mu_);
+  return stats_;
+}
+
+}  // namespace rdmarepl::wal
