@@ -1,0 +1,87 @@
+// Internals of SlabPool shared between its inline fast path and src/memory/slab_pool.cc.
+// Not part of the API.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <boost/intrusive/slist.hpp>
+#include <cstdint>
+#include <mutex>
+
+#include "rdmarepl/core/clock.h"
+#include "rdmarepl/core/config.h"
+#include "rdmarepl/memory/arena.h"
+#include "rdmarepl/memory/size_classes.h"
+
+namespace rdmarepl::memory::detail {
+
+namespace bi = boost::intrusive;
+
+struct ArenaState;
+struct ThreadStateAccess;  // defined in src/memory/slab_pool.cc
+
+// Header written into a chunk while it is free. normal_link: the hook is not cleared on
+// unlink (the bytes are handed to the user right after), which keeps pop/push to two stores.
+struct FreeChunk : bi::slist_base_hook<bi::link_mode<bi::normal_link>> {
+  explicit FreeChunk(ArenaState* a) noexcept : arena(a) {}
+  ArenaState* arena;
+};
+static_assert(sizeof(FreeChunk) <= kMinClassSize);
+
+// A null-terminated list without a size field or tail pointer: push/pop touch one word.
+using FreeList =
+    bi::slist<FreeChunk, bi::constant_time_size<false>, bi::linear<true>, bi::cache_last<false>>;
+
+// One arena plus the bookkeeping that decides when it may be released.
+struct ArenaState {
+  Arena arena;
+  transport::MemoryKeys keys;
+  // Chunks of this arena that are not in the shared per-class lists: live buffers plus
+  // chunks parked in thread caches. Changed only under some class mutex; zero means every
+  // chunk ever carved is back in the shared lists, so the arena may be released.
+  std::atomic<uint64_t> out{0};
+  // mono_ns() when `out` last dropped to zero (or the arena was created).
+  std::atomic<uint64_t> idle_since_ns{0};
+  // Bump pointer for carving new chunks; guarded by SlabPool::carve_mu_.
+  size_t carved = 0;
+  // Never released by reclaim_idle() (the pool's retained arenas).
+  bool retained = false;
+};
+
+// A thread's private stock of free chunks for one pool. Only the owning thread touches the
+// lists; `allocations` is written by the owner alone (load + store, no locked instruction)
+// and read by stats() from any thread.
+struct alignas(kCacheLine) ThreadCache {
+  struct Class {
+    FreeList list;
+    uint32_t count = 0;
+    uint32_t capacity = 0;
+    std::atomic<uint64_t> allocations{0};
+  };
+  ThreadCache() noexcept {
+    for (unsigned c = 0; c < kNumClasses; ++c) classes[c].capacity = thread_cache_capacity(c);
+  }
+  std::array<Class, kNumClasses> classes;
+  bool attached = false;  // a live thread uses it (guarded by SlabPool::caches_mu_)
+};
+
+// The shared stock of one class. The only lock on the allocation path, taken once per
+// refill or drain of a thread cache (a batch of chunks), never per allocation.
+struct alignas(kCacheLine) SharedClass {
+  std::mutex mu;
+  FreeList list;
+  size_t count = 0;
+};
+
+// Per-thread direct-mapped memo: pool id -> that thread's cache. Pool ids are never reused,
+// so a slot naming a destroyed pool never matches again. initial-exec TLS keeps the lookup
+// to one %fs-relative load even inside the shared library.
+struct TlsSlot {
+  uint64_t pool_id;
+  ThreadCache* cache;
+};
+inline constexpr size_t kTlsSlots = 8;
+extern constinit thread_local std::array<TlsSlot, kTlsSlots> tls_slots
+    __attribute__((tls_model("initial-exec")));
+
+}  // namespace rdmarepl::memory::detail

@@ -1,0 +1,179 @@
+// SlabPool: registered arenas carved into size-class chunks, handed out as Buffers.
+//
+// Data path (alloc, Buffer::reset): a thread takes chunks from, and returns them to, its own
+// cache: no lock, no locked instruction, no registration. Only when its cache of a class
+// runs dry or overflows does it exchange a batch with the shared per-class list under that
+// class's mutex. Registration happens only in create() and grow(), on the control plane;
+// when the pool is exhausted alloc() returns an empty Buffer and counts a failure (unless
+// the pool is unregistered and grow_on_exhaustion is set, see PoolOptions).
+//
+// Idle release: reclaim_idle(), called periodically by the owner, releases (deregisters and
+// unmaps) every arena whose chunks have all been back in the shared lists for idle_timeout.
+// A live Buffer, or a chunk parked in some thread's cache, keeps its arena. Threads return
+// their cache when they exit; a long-lived idle thread can call flush_thread_cache().
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "rdmarepl/core/clock.h"
+#include "rdmarepl/core/config.h"
+#include "rdmarepl/core/result.h"
+#include "rdmarepl/memory/arena.h"
+#include "rdmarepl/memory/buffer.h"
+#include "rdmarepl/memory/counters.h"
+#include "rdmarepl/memory/detail/slab_detail.h"
+#include "rdmarepl/memory/registrar.h"
+#include "rdmarepl/memory/size_classes.h"
+#include "rdmarepl/memory/translation_table.h"
+
+namespace rdmarepl::memory {
+
+struct PoolOptions {
+  // The data the pool must hold at once (in-flight batches, rings of send buffers...).
+  size_t working_set_bytes = size_t{32} << 20;
+  // Pre-register this multiple of the working set: 2x, as the source advises, leaves room for
+  // size-class rounding (up to 2x for powers of two) without registering on the data path.
+  double working_set_factor = 2.0;
+  // If non-zero, the initial pool size in bytes (overrides working set x factor).
+  size_t pool_bytes = 0;
+  // The initial pool is split into arenas of this size (the last may be smaller). Smaller
+  // arenas can be released independently when idle; each costs one registration.
+  size_t arena_bytes = size_t{64} << 20;
+  ArenaOptions arena{};
+  // An arena whose chunks have all been free this long is released by reclaim_idle().
+  std::chrono::milliseconds idle_timeout{std::chrono::seconds(300)};
+  // The first `retain_arenas` arenas are never released.
+  size_t retain_arenas = 0;
+  // For unregistered pools only: map another arena when exhausted instead of failing (the
+  // mmap happens on the refill path; nothing is ever registered there).
+  bool grow_on_exhaustion = false;
+
+  [[nodiscard]] size_t initial_bytes() const noexcept {
+    if (pool_bytes != 0) return pool_bytes;
+    return static_cast<size_t>(static_cast<double>(working_set_bytes) * working_set_factor);
+  }
+};
+
+class SlabPool {
+ public:
+  // Maps and registers the initial arenas. `counters` and `table` may be null; if given they
+  // must outlive the pool. Every arena is added to `table` while it exists.
+  static Result<std::unique_ptr<SlabPool>> create(const PoolOptions& options, Registrar registrar,
+                                                  Counters* counters = nullptr,
+                                                  TranslationTable* table = nullptr);
+  SlabPool(const SlabPool&) = delete;
+  SlabPool& operator=(const SlabPool&) = delete;
+  // Every Buffer from this pool must be gone; no thread may be inside alloc().
+  ~SlabPool();
+
+  // Data path: a chunk of at least `size` bytes, or an empty Buffer when size exceeds
+  // kMaxClassSize or the pool is exhausted (counted in failed_allocations). Never registers.
+  [[nodiscard]] inline Buffer alloc(size_t size) noexcept;
+
+  // Control plane: maps and registers one more arena of at least `bytes`.
+  Status grow(size_t bytes);
+  // Control plane: releases arenas idle for idle_timeout as of `now_ns` (mono_ns() clock).
+  // Returns how many were released.
+  size_t reclaim_idle(uint64_t now_ns = mono_ns());
+  // Returns the calling thread's cached free chunks to the shared lists.
+  void flush_thread_cache() noexcept;
+
+  [[nodiscard]] MemoryStats stats() const;
+  [[nodiscard]] size_t arena_count() const;
+  [[nodiscard]] size_t capacity_bytes() const;  // sum of arena sizes
+  [[nodiscard]] std::vector<transport::RegisteredRegion> regions() const;
+  [[nodiscard]] const PoolOptions& options() const noexcept { return options_; }
+  [[nodiscard]] const Registrar& registrar() const noexcept { return registrar_; }
+  [[nodiscard]] const Counters& counters() const noexcept { return *counters_; }
+
+ private:
+  friend class Buffer;
+  friend struct detail::ThreadStateAccess;
+  SlabPool(const PoolOptions& options, Registrar registrar, Counters* counters,
+           TranslationTable* table);
+
+  inline void release(std::byte* p, detail::ArenaState* arena, unsigned cls) noexcept;
+  Buffer alloc_slow(size_t size) noexcept;
+  void release_slow(std::byte* p, detail::ArenaState* arena, unsigned cls) noexcept;
+
+  detail::ThreadCache* local_cache() noexcept;  // attaches; null while the thread exits
+  detail::ThreadCache* attach_cache();
+  void detach_cache(detail::ThreadCache* tc) noexcept;
+  size_t refill(detail::ThreadCache& tc, unsigned cls) noexcept;
+  size_t carve(detail::FreeList& into, unsigned cls, size_t max) noexcept;
+  void drain(detail::ThreadCache& tc, unsigned cls, uint32_t keep) noexcept;
+  bool recycle_free_arena() noexcept;
+  void strip_locked(detail::ArenaState* arena) noexcept;
+  Status add_arena(size_t bytes, bool retained);
+  Buffer make_buffer(detail::FreeChunk& chunk, size_t size, unsigned cls) noexcept {
+    detail::ArenaState* a = chunk.arena;
+    return Buffer(reinterpret_cast<std::byte*>(&chunk), this, a, static_cast<uint32_t>(size),
+                  a->keys, static_cast<uint8_t>(cls));
+  }
+
+  const uint64_t id_;
+  const PoolOptions options_;
+  const Registrar registrar_;
+  Counters own_counters_;
+  Counters* const counters_;
+  TranslationTable* const table_;
+
+  std::array<detail::SharedClass, kNumClasses> shared_;
+  // Lock order: shared_[0].mu ... shared_[n-1].mu, then carve_mu_. Guards arenas_ (the
+  // vector, and each arena's `carved`).
+  mutable std::mutex carve_mu_;
+  std::vector<std::unique_ptr<detail::ArenaState>> arenas_;
+
+  mutable std::mutex caches_mu_;  // guards caches_ and ThreadCache::attached
+  std::vector<std::unique_ptr<detail::ThreadCache>> caches_;
+  // Allocations made by threads that are exiting and have no cache any more.
+  std::array<std::atomic<uint64_t>, kNumClasses> uncached_allocations_{};
+};
+
+// ----------------------------------------------------------------------------- data path
+
+inline Buffer SlabPool::alloc(size_t size) noexcept {
+  const unsigned cls = class_of(size);
+  const auto& slot = detail::tls_slots[id_ % detail::kTlsSlots];
+  if (RDMAREPL_LIKELY(slot.pool_id == id_ && cls < kNumClasses)) {
+    auto& c = slot.cache->classes[cls];
+    if (RDMAREPL_LIKELY(c.count != 0)) {
+      detail::FreeChunk& chunk = c.list.front();
+      c.list.pop_front();
+      --c.count;
+      c.allocations.store(c.allocations.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
+      return make_buffer(chunk, size, cls);
+    }
+  }
+  return alloc_slow(size);
+}
+
+inline void SlabPool::release(std::byte* p, detail::ArenaState* arena, unsigned cls) noexcept {
+  const auto& slot = detail::tls_slots[id_ % detail::kTlsSlots];
+  if (RDMAREPL_LIKELY(slot.pool_id == id_)) {
+    auto& c = slot.cache->classes[cls];
+    if (RDMAREPL_LIKELY(c.count < c.capacity)) {
+      c.list.push_front(*new (p) detail::FreeChunk(arena));
+      ++c.count;
+      return;
+    }
+  }
+  release_slow(p, arena, cls);
+}
+
+inline void Buffer::reset() noexcept {
+  if (data_ == nullptr) return;
+  pool_->release(data_, arena_, cls_);
+  data_ = nullptr;
+}
+
+}  // namespace rdmarepl::memory

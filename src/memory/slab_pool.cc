@@ -1,0 +1,477 @@
+#include "rdmarepl/memory/slab_pool.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "rdmarepl/core/log.h"
+
+namespace rdmarepl::memory {
+namespace detail {
+
+constinit thread_local std::array<TlsSlot, kTlsSlots> tls_slots
+    __attribute__((tls_model("initial-exec"))) = {};
+
+namespace {
+
+// Pools alive in the process, so that an exiting thread returns its caches only to pools
+// that still exist. Lock order: g_pools_mu before any SlabPool mutex.
+std::mutex g_pools_mu;
+std::unordered_map<uint64_t, SlabPool*>& live_pools() {
+  static auto* pools = new std::unordered_map<uint64_t, SlabPool*>();  // never destroyed:
+  return *pools;  // threads may exit after static destruction has begun
+}
+std::atomic<uint64_t> g_next_pool_id{1};  // 0 marks an empty TLS slot
+
+// Set once the thread's ThreadState is destroyed: from then on the thread has no caches and
+// allocates from / frees to the shared lists directly.
+constinit thread_local bool t_exiting = false;
+
+}  // namespace
+
+// The calling thread's caches, one per pool it has used.
+struct ThreadStateAccess {
+  struct State {
+    std::vector<std::pair<uint64_t, ThreadCache*>> caches;
+    ~State() {
+      t_exiting = true;
+      tls_slots = {};
+      std::lock_guard lock(g_pools_mu);
+      for (auto [id, tc] : caches) {
+        auto it = live_pools().find(id);
+        if (it != live_pools().end()) it->second->detach_cache(tc);
+      }
+    }
+  };
+  static State* state() noexcept {
+    if (t_exiting) return nullptr;
+    thread_local State s;
+    return &s;
+  }
+  // Forgets caches of destroyed pools so that a thread creating many pools stays bounded.
+  static void prune(State& s) {
+    std::lock_guard lock(g_pools_mu);
+    std::erase_if(s.caches, [](const auto& e) { return !live_pools().contains(e.first); });
+  }
+  static uint64_t register_pool(SlabPool* pool) {
+    uint64_t id = g_next_pool_id.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard lock(g_pools_mu);
+    live_pools().emplace(id, pool);
+    return id;
+  }
+  static void unregister_pool(uint64_t id) {
+    std::lock_guard lock(g_pools_mu);
+    live_pools().erase(id);
+  }
+};
+
+}  // namespace detail
+
+using detail::ArenaState;
+using detail::FreeChunk;
+using detail::FreeList;
+using detail::ThreadCache;
+
+namespace {
+
+// Adds `n` to (or, negative, subtracts from) an arena's `out` count, stamping the time it
+// reaches zero. Runs of chunks from one arena are batched into one atomic operation.
+class OutTally {
+ public:
+  explicit OutTally(bool returning) : returning_(returning) {}
+  ~OutTally() { flush(); }
+  void count(ArenaState* a) {
+    if (a != arena_) {
+      flush();
+      arena_ = a;
+    }
+    ++n_;
+  }
+  void flush() {
+    if (arena_ == nullptr || n_ == 0) return;
+    if (!returning_) {
+      arena_->out.fetch_add(n_, std::memory_order_relaxed);
+    } else if (arena_->out.fetch_sub(n_, std::memory_order_relaxed) == n_) {
+      arena_->idle_since_ns.store(mono_ns(), std::memory_order_relaxed);
+    }
+    n_ = 0;
+  }
+
+ private:
+  bool returning_;
+  ArenaState* arena_ = nullptr;
+  uint64_t n_ = 0;
+};
+
+}  // namespace
+
+SlabPool::SlabPool(const PoolOptions& options, Registrar registrar, Counters* counters,
+                   TranslationTable* table)
+    : id_(detail::ThreadStateAccess::register_pool(this)),
+      options_(options),
+      registrar_(std::move(registrar)),
+      counters_(counters != nullptr ? counters : &own_counters_),
+      table_(table) {}
+
+Result<std::unique_ptr<SlabPool>> SlabPool::create(const PoolOptions& options, Registrar registrar,
+                                                   Counters* counters, TranslationTable* table) {
+  if (options.grow_on_exhaustion && registrar.registers())
+    return Error(Errc::invalid_argument,
+                 "memory: grow_on_exhaustion is only allowed for unregistered pools (it would "
+                 "register memory on the data path); call SlabPool::grow() from the control "
+                 "plane instead");
+  if (options.arena_bytes < kMaxClassSize)
+    return Error(Errc::invalid_argument,
+                 fmt::format("memory: arena_bytes {} is below the largest size class ({} B); "
+                             "use at least {} B",
+                             options.arena_bytes, kMaxClassSize, kMaxClassSize));
+  std::unique_ptr<SlabPool> pool(new SlabPool(options, std::move(registrar), counters, table));
+  size_t remaining = options.initial_bytes();
+  size_t index = 0;
+  while (remaining > 0) {
+    size_t bytes = std::min(remaining, options.arena_bytes);
+    bytes = std::max(bytes, kMaxClassSize);  // every arena can hold the largest class
+    RDMAREPL_TRY(pool->add_arena(bytes, index < options.retain_arenas));
+    remaining -= std::min(remaining, bytes);
+    ++index;
+  }
+  return pool;
+}
+
+SlabPool::~SlabPool() {
+  detail::ThreadStateAccess::unregister_pool(id_);
+  // Empty the lists before the memory holding their nodes is unmapped (O(1) with
+  // normal_link hooks: the nodes are not touched).
+  for (auto& sh : shared_) sh.list.clear();
+  for (auto& tc : caches_) {
+    for (auto& c : tc->classes) c.list.clear();
+  }
+  // Forget the arenas in the table, then deregister and unmap them.
+  for (auto& a : arenas_) {
+    if (table_ != nullptr) table_->erase(a->arena.base());
+  }
+  arenas_.clear();
+}
+
+Status SlabPool::add_arena(size_t bytes, bool retained) {
+  auto arena = Arena::create(bytes, options_.arena, registrar_, counters_);
+  if (!arena.ok()) return std::move(arena).error();
+  auto state = std::make_unique<ArenaState>();
+  state->arena = std::move(*arena);
+  state->keys = state->arena.region().keys;
+  state->retained = retained;
+  state->idle_since_ns.store(mono_ns(), std::memory_order_relaxed);
+  if (table_ != nullptr) {
+    auto region = state->arena.region();
+    RDMAREPL_TRY(table_->insert(region));
+  }
+  std::lock_guard lock(carve_mu_);
+  arenas_.push_back(std::move(state));
+  return ok_status();
+}
+
+Status SlabPool::grow(size_t bytes) {
+  return add_arena(std::max(bytes, kMaxClassSize), false);
+}
+
+// ----------------------------------------------------------------------------- slow paths
+
+ThreadCache* SlabPool::local_cache() noexcept {
+  auto& slot = detail::tls_slots[id_ % detail::kTlsSlots];
+  if (slot.pool_id == id_) return slot.cache;
+  auto* state = detail::ThreadStateAccess::state();
+  if (state == nullptr) return nullptr;
+  ThreadCache* tc = nullptr;
+  for (auto [id, cache] : state->caches) {
+    if (id == id_) tc = cache;
+  }
+  if (tc == nullptr) {
+    try {
+      if (state->caches.size() >= 16) detail::ThreadStateAccess::prune(*state);
+      tc = attach_cache();
+      state->caches.emplace_back(id_, tc);
+    } catch (...) {  // out of memory for the bookkeeping: run without a cache
+      return nullptr;
+    }
+  }
+  slot = {id_, tc};
+  return tc;
+}
+
+ThreadCache* SlabPool::attach_cache() {
+  std::lock_guard lock(caches_mu_);
+  for (auto& c : caches_) {
+    if (!c->attached) {
+      c->attached = true;
+      return c.get();
+    }
+  }
+  caches_.push_back(std::make_unique<ThreadCache>());
+  caches_.back()->attached = true;
+  return caches_.back().get();
+}
+
+void SlabPool::detach_cache(ThreadCache* tc) noexcept {
+  for (unsigned c = 0; c < kNumClasses; ++c) drain(*tc, c, 0);
+  std::lock_guard lock(caches_mu_);
+  tc->attached = false;
+}
+
+Buffer SlabPool::alloc_slow(size_t size) noexcept {
+  const unsigned cls = class_of(size);
+  if (cls >= kNumClasses) {
+    counters_->add(counters_->failed_allocations);
+    return {};
+  }
+  ThreadCache* tc = local_cache();
+  if (tc != nullptr) {
+    auto& c = tc->classes[cls];
+    if (c.count == 0 && refill(*tc, cls) == 0) {
+      counters_->add(counters_->failed_allocations);
+      return {};
+    }
+    FreeChunk& chunk = c.list.front();
+    c.list.pop_front();
+    --c.count;
+    c.allocations.store(c.allocations.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
+    return make_buffer(chunk, size, cls);
+  }
+  // An exiting thread: take one chunk straight from the shared list.
+  FreeList one;
+  {
+    auto& sh = shared_[cls];
+    std::lock_guard lock(sh.mu);
+    if (!sh.list.empty()) {
+      FreeChunk& chunk = sh.list.front();
+      sh.list.pop_front();
+      --sh.count;
+      chunk.arena->out.fetch_add(1, std::memory_order_relaxed);
+      one.push_front(chunk);
+    } else {
+      carve(one, cls, 1);
+    }
+  }
+  if (one.empty()) {
+    counters_->add(counters_->failed_allocations);
+    return {};
+  }
+  uncached_allocations_[cls].fetch_add(1, std::memory_order_relaxed);
+  FreeChunk& chunk = one.front();
+  one.pop_front();
+  return make_buffer(chunk, size, cls);
+}
+
+void SlabPool::release_slow(std::byte* p, ArenaState* arena, unsigned cls) noexcept {
+  auto* chunk = new (p) FreeChunk(arena);
+  ThreadCache* tc = local_cache();
+  if (tc != nullptr) {
+    auto& c = tc->classes[cls];
+    c.list.push_front(*chunk);
+    if (++c.count > c.capacity) drain(*tc, cls, c.capacity / 2);
+    return;
+  }
+  auto& sh = shared_[cls];
+  std::lock_guard lock(sh.mu);
+  sh.list.push_front(*chunk);
+  ++sh.count;
+  if (arena->out.fetch_sub(1, std::memory_order_relaxed) == 1)
+    arena->idle_since_ns.store(mono_ns(), std::memory_order_relaxed);
+}
+
+size_t SlabPool::refill(ThreadCache& tc, unsigned cls) noexcept {
+  auto& c = tc.classes[cls];
+  const size_t batch = std::max<uint32_t>(1, c.capacity / 2);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    size_t got = 0;
+    {
+      auto& sh = shared_[cls];
+      std::lock_guard lock(sh.mu);
+      OutTally tally(false);
+      while (got < batch && !sh.list.empty()) {
+        FreeChunk& chunk = sh.list.front();
+        sh.list.pop_front();
+        tally.count(chunk.arena);
+        c.list.push_front(chunk);
+        ++got;
+      }
+      sh.count -= got;
+      if (got == 0) got = carve(c.list, cls, batch);
+    }
+    if (got != 0) {
+      c.count += static_cast<uint32_t>(got);
+      return got;
+    }
+    if (attempt == 0) {
+      // Exhausted for this class. Chunks of other classes may sit in fully free arenas
+      // (possibly via our own cache): give ours back and re-carve such an arena.
+      for (unsigned k = 0; k < kNumClasses; ++k) drain(tc, k, 0);
+      if (recycle_free_arena()) continue;
+    }
+    if (!options_.grow_on_exhaustion || registrar_.registers()) return 0;
+    try {
+      if (!grow(options_.arena_bytes).ok()) return 0;
+    } catch (...) {  // no memory for the bookkeeping either
+      return 0;
+    }
+  }
+  return 0;
+}
+
+size_t SlabPool::carve(FreeList& into, unsigned cls, size_t max) noexcept {
+  const size_t size = class_size(cls);
+  const size_t align = std::min(size, kPageSize);  // page-align large chunks for the NIC
+  std::lock_guard lock(carve_mu_);
+  for (auto& a : arenas_) {
+    size_t start = (a->carved + align - 1) / align * align;
+    if (start >= a->arena.size()) continue;
+    size_t n = std::min(max, (a->arena.size() - start) / size);
+    if (n == 0) continue;
+    for (size_t i = 0; i < n; ++i)
+      into.push_front(*new (a->arena.base() + start + i * size) FreeChunk(a.get()));
+    a->carved = start + n * size;
+    a->out.fetch_add(n, std::memory_order_relaxed);
+    return n;
+  }
+  return 0;
+}
+
+void SlabPool::drain(ThreadCache& tc, unsigned cls, uint32_t keep) noexcept {
+  auto& c = tc.classes[cls];
+  if (c.count <= keep) return;
+  auto& sh = shared_[cls];
+  std::lock_guard lock(sh.mu);
+  OutTally tally(true);
+  while (c.count > keep) {
+    FreeChunk& chunk = c.list.front();
+    c.list.pop_front();
+    --c.count;
+    tally.count(chunk.arena);
+    sh.list.push_front(chunk);
+    ++sh.count;
+  }
+}
+
+void SlabPool::strip_locked(ArenaState* arena) noexcept {
+  for (auto& sh : shared_) {
+    size_t removed = 0;
+    sh.list.remove_and_dispose_if([arena](const FreeChunk& ch) { return ch.arena == arena; },
+                                  [&removed](FreeChunk*) { ++removed; });
+    sh.count -= removed;
+  }
+}
+
+namespace {
+
+// Locks every class mutex in index order, then the carve mutex.
+class AllLocks {
+ public:
+  AllLocks(std::array<detail::SharedClass, kNumClasses>& shared, std::mutex& carve)
+      : shared_(shared), carve_(carve) {
+    for (auto& sh : shared_) sh.mu.lock();
+    carve_.lock();
+  }
+  ~AllLocks() {
+    carve_.unlock();
+    for (auto it = shared_.rbegin(); it != shared_.rend(); ++it) it->mu.unlock();
+  }
+  AllLocks(const AllLocks&) = delete;
+  AllLocks& operator=(const AllLocks&) = delete;
+
+ private:
+  std::array<detail::SharedClass, kNumClasses>& shared_;
+  std::mutex& carve_;
+};
+
+}  // namespace
+
+bool SlabPool::recycle_free_arena() noexcept {
+  AllLocks locks(shared_, carve_mu_);
+  for (auto& a : arenas_) {
+    if (a->carved == 0 || a->out.load(std::memory_order_relaxed) != 0) continue;
+    strip_locked(a.get());
+    a->carved = 0;
+    return true;
+  }
+  return false;
+}
+
+size_t SlabPool::reclaim_idle(uint64_t now_ns) {
+  const auto timeout_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.idle_timeout).count());
+  std::vector<std::unique_ptr<ArenaState>> victims;
+  {
+    AllLocks locks(shared_, carve_mu_);
+    for (auto it = arenas_.begin(); it != arenas_.end();) {
+      ArenaState* a = it->get();
+      const uint64_t since = a->idle_since_ns.load(std::memory_order_relaxed);
+      if (!a->retained && a->out.load(std::memory_order_relaxed) == 0 && now_ns >= since &&
+          now_ns - since >= timeout_ns) {
+        strip_locked(a);
+        victims.push_back(std::move(*it));
+        it = arenas_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  // Deregistration is slow on verbs: do it outside the locks.
+  for (auto& a : victims) {
+    log::debug("memory: releasing arena at {} ({} B), idle for at least {} ms",
+               static_cast<void*>(a->arena.base()), a->arena.size(), options_.idle_timeout.count());
+    if (table_ != nullptr) table_->erase(a->arena.base());
+    counters_->add(counters_->arenas_released);
+  }
+  return victims.size();
+}
+
+void SlabPool::flush_thread_cache() noexcept {
+  auto& slot = detail::tls_slots[id_ % detail::kTlsSlots];
+  ThreadCache* tc = slot.pool_id == id_ ? slot.cache : nullptr;
+  if (tc == nullptr) {
+    auto* state = detail::ThreadStateAccess::state();
+    if (state == nullptr) return;
+    for (auto [id, cache] : state->caches) {
+      if (id == id_) tc = cache;
+    }
+  }
+  if (tc == nullptr) return;
+  for (unsigned c = 0; c < kNumClasses; ++c) drain(*tc, c, 0);
+}
+
+// ----------------------------------------------------------------------------- inspection
+
+MemoryStats SlabPool::stats() const {
+  MemoryStats s;
+  counters_->fill(s);
+  std::lock_guard lock(caches_mu_);
+  for (const auto& tc : caches_) {
+    for (unsigned c = 0; c < kNumClasses; ++c)
+      s.allocations[c] += tc->classes[c].allocations.load(std::memory_order_relaxed);
+  }
+  for (unsigned c = 0; c < kNumClasses; ++c)
+    s.allocations[c] += uncached_allocations_[c].load(std::memory_order_relaxed);
+  return s;
+}
+
+size_t SlabPool::arena_count() const {
+  std::lock_guard lock(carve_mu_);
+  return arenas_.size();
+}
+
+size_t SlabPool::capacity_bytes() const {
+  std::lock_guard lock(carve_mu_);
+  size_t n = 0;
+  for (const auto& a : arenas_) n += a->arena.size();
+  return n;
+}
+
+std::vector<transport::RegisteredRegion> SlabPool::regions() const {
+  std::lock_guard lock(carve_mu_);
+  std::vector<transport::RegisteredRegion> out;
+  for (const auto& a : arenas_) out.push_back(a->arena.region());
+  return out;
+}
+
+}  // namespace rdmarepl::memory

@@ -1,0 +1,290 @@
+#include "rdmarepl/memory/slab_pool.h"
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "fake_registrar.h"
+
+using namespace rdmarepl;
+using namespace rdmarepl::memory;
+
+namespace {
+
+// A pool of `arenas` arenas of 1 MiB on 4 KiB pages (sizes are exact: no huge-page rounding).
+PoolOptions small_pool(size_t arenas = 1) {
+  PoolOptions o;
+  o.pool_bytes = arenas * kMaxClassSize;
+  o.arena_bytes = kMaxClassSize;
+  o.arena.huge_pages = false;
+  return o;
+}
+
+bool inside(const Buffer& b, const std::vector<transport::RegisteredRegion>& regions) {
+  for (const auto& r : regions) {
+    auto* base = static_cast<std::byte*>(r.addr);
+    if (b.data() >= base && b.data() + b.capacity() <= base + r.length) return true;
+  }
+  return false;
+}
+
+constexpr uint64_t kHour = 3600ull * 1'000'000'000ull;
+
+}  // namespace
+
+TEST_CASE("the pool size defaults to twice the working set", "[unit][memory]") {
+  PoolOptions o;
+  o.working_set_bytes = 10 << 20;
+  CHECK(o.initial_bytes() == 20u << 20);
+  o.working_set_factor = 3.0;
+  CHECK(o.initial_bytes() == 30u << 20);
+  o.pool_bytes = 5 << 20;
+  CHECK(o.initial_bytes() == 5u << 20);
+
+  testing::FakeRegistrar fake;
+  PoolOptions p = small_pool();
+  p.pool_bytes = 0;
+  p.working_set_bytes = 3 * kMaxClassSize / 2;  // 1.5 MiB -> 3 MiB -> three 1 MiB arenas
+  auto pool = SlabPool::create(p, fake.registrar());
+  REQUIRE(pool.ok());
+  CHECK((*pool)->arena_count() == 3);
+  CHECK((*pool)->capacity_bytes() == 3 * kMaxClassSize);
+  CHECK(fake.reg_calls() == 3);
+}
+
+TEST_CASE("every size class allocates a usable chunk inside a registered arena", "[unit][memory]") {
+  testing::FakeRegistrar fake;
+  auto pool = SlabPool::create(small_pool(2), fake.registrar());
+  REQUIRE(pool.ok());
+  auto regions = (*pool)->regions();
+  for (unsigned c = 0; c < kNumClasses; ++c) {
+    const size_t size = class_size(c) - 1;
+    Buffer b = (*pool)->alloc(size);
+    REQUIRE(b);
+    CHECK(b.size() == size);
+    CHECK(b.capacity() == class_size(c));
+    CHECK(b.size_class() == c);
+    CHECK(reinterpret_cast<uintptr_t>(b.data()) % std::min(class_size(c), kPageSize) == 0);
+    CHECK(inside(b, regions));
+    bool keys_match = false;
+    for (const auto& r : regions) {
+      auto* base = static_cast<std::byte*>(r.addr);
+      if (b.data() >= base && b.data() < base + r.length) keys_match = r.keys == b.keys();
+    }
+    CHECK(keys_match);
+    CHECK(b.lkey() != 0);
+    CHECK(b.remote().rkey == b.rkey());
+    CHECK(b.remote().addr == reinterpret_cast<uint64_t>(b.data()));
+    std::memset(b.data(), static_cast<int>(c), b.capacity());
+    CHECK(b.data()[b.capacity() - 1] == static_cast<std::byte>(c));
+  }
+  auto s = (*pool)->stats();
+  for (unsigned c = 0; c < kNumClasses; ++c) CHECK(s.allocations[c] == 1);
+}
+
+TEST_CASE("sizes above the largest class fail without touching the pool", "[unit][memory]") {
+  auto pool = SlabPool::create(small_pool(), local_registrar());
+  REQUIRE(pool.ok());
+  Buffer b = (*pool)->alloc(kMaxClassSize + 1);
+  CHECK_FALSE(b);
+  CHECK(b.data() == nullptr);
+  CHECK((*pool)->stats().failed_allocations == 1);
+  Buffer z = (*pool)->alloc(0);
+  REQUIRE(z);
+  CHECK(z.capacity() == kMinClassSize);
+}
+
+TEST_CASE("an exhausted pool returns empty buffers and never registers more", "[unit][memory]") {
+  testing::FakeRegistrar fake;
+  auto created = SlabPool::create(small_pool(), fake.registrar());
+  REQUIRE(created.ok());
+  SlabPool& pool = **created;
+  const int regs = fake.reg_calls();
+
+  SECTION("largest class") {
+    Buffer a = pool.alloc(kMaxClassSize);
+    REQUIRE(a);
+    Buffer b = pool.alloc(kMaxClassSize);
+    CHECK_FALSE(b);
+    CHECK(pool.stats().failed_allocations == 1);
+    a.reset();
+    Buffer c = pool.alloc(kMaxClassSize);
+    CHECK(c);
+  }
+  SECTION("smallest class, then the memory is re-carved for another class") {
+    std::vector<Buffer> all;
+    const size_t n = kMaxClassSize / kMinClassSize;
+    for (size_t i = 0; i < n; ++i) {
+      all.push_back(pool.alloc(kMinClassSize));
+      REQUIRE(all.back());
+    }
+    CHECK_FALSE(pool.alloc(1));
+    CHECK_FALSE(pool.alloc(kMaxClassSize));
+    CHECK(pool.stats().failed_allocations == 2);
+    all.clear();
+    // Every chunk is free again: the arena is recycled for the largest class.
+    Buffer big = pool.alloc(kMaxClassSize);
+    CHECK(big);
+  }
+  CHECK(fake.reg_calls() == regs);
+  CHECK(pool.stats().registrations == static_cast<uint64_t>(regs));
+}
+
+TEST_CASE("buffers are move-only handles that return their chunk exactly once", "[unit][memory]") {
+  auto created = SlabPool::create(small_pool(), local_registrar());
+  REQUIRE(created.ok());
+  SlabPool& pool = **created;
+  // One chunk of the largest class fits: availability shows who owns it.
+  Buffer a = pool.alloc(kMaxClassSize);
+  REQUIRE(a);
+  std::byte* p = a.data();
+  const auto keys = a.keys();
+
+  Buffer b(std::move(a));
+  CHECK_FALSE(a);  // NOLINT(bugprone-use-after-move)
+  CHECK(b.data() == p);
+  CHECK(b.keys() == keys);
+  CHECK(b.size() == kMaxClassSize);
+  CHECK_FALSE(pool.alloc(kMaxClassSize));
+
+  Buffer c;
+  c = std::move(b);
+  CHECK_FALSE(b);  // NOLINT(bugprone-use-after-move)
+  CHECK(c.data() == p);
+  c = std::move(c);  // self-move keeps it
+  CHECK(c.data() == p);
+
+  // Move-assigning over a live buffer releases the old chunk first.
+  Buffer small = pool.alloc(64);
+  REQUIRE_FALSE(small);  // the only chunk is c's
+  c = std::move(small);
+  CHECK_FALSE(c);
+  Buffer again = pool.alloc(kMaxClassSize);
+  CHECK(again);
+  again.reset();
+  again.reset();  // idempotent
+  CHECK(pool.alloc(kMaxClassSize));
+}
+
+TEST_CASE("growing the pool registers one arena on the control plane", "[unit][memory]") {
+  testing::FakeRegistrar fake;
+  auto created = SlabPool::create(small_pool(), fake.registrar());
+  REQUIRE(created.ok());
+  SlabPool& pool = **created;
+  Buffer a = pool.alloc(kMaxClassSize);
+  REQUIRE(a);
+  CHECK_FALSE(pool.alloc(kMaxClassSize));
+  REQUIRE(pool.grow(kMaxClassSize).ok());
+  CHECK(fake.reg_calls() == 2);
+  CHECK(pool.arena_count() == 2);
+  Buffer b = pool.alloc(kMaxClassSize);
+  CHECK(b);
+}
+
+TEST_CASE("grow_on_exhaustion is refused for registered pools", "[unit][memory]") {
+  PoolOptions o = small_pool();
+  o.grow_on_exhaustion = true;
+  auto pool = SlabPool::create(o, local_registrar());
+  REQUIRE_FALSE(pool.ok());
+  CHECK(pool.error().is(Errc::invalid_argument));
+  CHECK(pool.error().message().find("control plane") != std::string::npos);
+
+  auto ordinary = SlabPool::create(o, no_registrar());
+  REQUIRE(ordinary.ok());
+  std::vector<Buffer> bufs;
+  for (int i = 0; i < 3; ++i) {
+    bufs.push_back((*ordinary)->alloc(kMaxClassSize));
+    CHECK(bufs.back());
+  }
+  CHECK((*ordinary)->arena_count() == 3);
+  CHECK((*ordinary)->stats().registrations == 0);
+  CHECK(bufs[0].lkey() == 0);
+}
+
+TEST_CASE("idle arenas are released; arenas with a live buffer are not", "[unit][memory]") {
+  testing::FakeRegistrar fake;
+  PoolOptions o = small_pool(2);
+  o.idle_timeout = std::chrono::milliseconds(50);
+  TranslationTable table;
+  const uint64_t t0 = mono_ns();  // before any arena's idle clock starts
+  auto created = SlabPool::create(o, fake.registrar(), nullptr, &table);
+  REQUIRE(created.ok());
+  SlabPool& pool = **created;
+  REQUIRE(table.size() == 2);
+
+  Buffer live = pool.alloc(1000);
+  REQUIRE(live);
+  const void* live_arena = table.lookup(live.data())->addr;
+
+  // As of a time before any arena has been idle for the timeout, nothing goes.
+  CHECK(pool.reclaim_idle(t0) == 0);
+
+  // Far in the future: only the arena without live chunks goes.
+  CHECK(pool.reclaim_idle(mono_ns() + kHour) == 1);
+  CHECK(pool.arena_count() == 1);
+  CHECK(fake.dereg_calls() == 1);
+  CHECK(fake.is_live(live_arena));
+  CHECK(table.size() == 1);
+  std::memset(live.data(), 1, live.capacity());  // still mapped
+
+  // A chunk parked in this thread's cache still pins the arena.
+  live.reset();
+  CHECK(pool.reclaim_idle(mono_ns() + kHour) == 0);
+  pool.flush_thread_cache();
+
+  // Real time: once the timeout has passed the arena is released.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(pool.reclaim_idle() == 1);
+  CHECK(pool.arena_count() == 0);
+  CHECK(fake.dereg_calls() == 2);
+  CHECK(fake.live() == 0);
+  CHECK(table.size() == 0);
+  CHECK(pool.stats().arenas_released == 2);
+  CHECK(pool.stats().bytes_registered == 0);
+  // With no arena left, allocation fails until the owner grows the pool.
+  CHECK_FALSE(pool.alloc(64));
+  REQUIRE(pool.grow(kMaxClassSize).ok());
+  CHECK(pool.alloc(64));
+}
+
+TEST_CASE("retained arenas are never released", "[unit][memory]") {
+  PoolOptions o = small_pool(2);
+  o.retain_arenas = 1;
+  auto created = SlabPool::create(o, local_registrar());
+  REQUIRE(created.ok());
+  CHECK((*created)->reclaim_idle(mono_ns() + kHour) == 1);
+  CHECK((*created)->arena_count() == 1);
+  CHECK((*created)->reclaim_idle(mono_ns() + kHour) == 0);
+}
+
+TEST_CASE("an exiting thread returns its cached chunks", "[unit][memory]") {
+  auto created = SlabPool::create(small_pool(), local_registrar());
+  REQUIRE(created.ok());
+  SlabPool& pool = **created;
+  bool all_ok = true;
+  std::thread t([&] {
+    std::vector<Buffer> bufs;
+    for (int i = 0; i < 100; ++i) bufs.push_back(pool.alloc(256));
+    for (auto& b : bufs) all_ok = all_ok && static_cast<bool>(b);
+  });  // the buffers die on the thread; their chunks land in its cache, then the pool's
+  t.join();
+  CHECK(all_ok);
+  CHECK(pool.stats().allocations[class_of(256)] == 100);
+  CHECK(pool.reclaim_idle(mono_ns() + kHour) == 1);
+}
+
+TEST_CASE("buffers are registered in the translation table through their arena", "[unit][memory]") {
+  TranslationTable table;
+  auto created = SlabPool::create(small_pool(), local_registrar(), nullptr, &table);
+  REQUIRE(created.ok());
+  Buffer b = (*created)->alloc(4096);
+  REQUIRE(b);
+  auto r = table.lookup(b.data(), b.size());
+  REQUIRE(r);
+  CHECK(r->keys == b.keys());
+  b.reset();         // buffers go before their pool
+  created->reset();  // the pool erases its arenas from the table on destruction
+  CHECK(table.size() == 0);
+}
