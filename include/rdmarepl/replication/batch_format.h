@@ -1,0 +1,129 @@
+// The replication batch: the unit that is encoded once into registered memory, written into
+// a follower's ring with write-with-immediate, and (later) appended to the WAL unchanged.
+// docs/wire_format.md ("Replication batches") is the truth; these constants mirror it.
+//
+// batch  := header(32) record* padding(to a multiple of 8)
+// header := magic u32 | version u8 | flags u8 | shard u16 | record_count u32 |
+//           payload_len u32 | first_seq u64 | crc u32 | reserved u32 (zero)
+// record := op u8 | flags u8 (zero) | reserved u16 (zero) | key_len u32 | value_len u32 |
+//           seq u64 | timestamp u64 | key bytes | value bytes
+// All integers big-endian. crc = crc32c::mask(crc32c(header[0,24) ++ payload)).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "rdmarepl/replication/record.h"
+
+namespace rdmarepl::replication {
+
+inline constexpr uint32_t kBatchMagic = 0x52504C42u;  // "RPLB"
+inline constexpr uint8_t kBatchVersion = 1;
+inline constexpr size_t kBatchHeaderSize = 32;
+inline constexpr size_t kRecordHeaderSize = 28;
+// Batches start at multiples of 8 in rings so that an offset fits the immediate in 8-byte
+// units (docs/wire_format.md, "Immediates").
+inline constexpr size_t kBatchAlign = 8;
+
+constexpr size_t align_batch(size_t n) noexcept {
+  return (n + kBatchAlign - 1) & ~(kBatchAlign - 1);
+}
+constexpr size_t record_size(size_t key_len, size_t value_len) noexcept {
+  return kRecordHeaderSize + key_len + value_len;
+}
+// Bytes a batch holding exactly one record of this size occupies in a ring.
+constexpr size_t single_record_batch_size(size_t key_len, size_t value_len) noexcept {
+  return align_batch(kBatchHeaderSize + record_size(key_len, value_len));
+}
+
+struct BatchHeader {
+  uint8_t version = kBatchVersion;
+  uint8_t flags = 0;
+  uint16_t shard = 0;
+  uint32_t record_count = 0;
+  uint32_t payload_len = 0;
+  uint64_t first_seq = 0;
+  uint32_t crc = 0;  // masked, as stored
+};
+
+// Encodes records straight into caller-owned (registered) memory. No allocation.
+// Usage: start(); add() while fits(); seal() writes the header and checksum.
+class BatchBuilder {
+ public:
+  // `base` must stay valid and untouched by others until seal() returns.
+  void start(std::byte* base, size_t capacity, uint16_t shard, uint64_t first_seq) noexcept {
+    base_ = base;
+    capacity_ = capacity;
+    shard_ = shard;
+    first_seq_ = first_seq;
+    size_ = kBatchHeaderSize;
+    count_ = 0;
+  }
+  [[nodiscard]] bool fits(size_t key_len, size_t value_len) const noexcept {
+    return align_batch(size_ + record_size(key_len, value_len)) <= capacity_;
+  }
+  // Appends a record with seq first_seq + count(). Precondition: fits().
+  void add(Op op, std::string_view key, std::string_view value, uint64_t timestamp) noexcept;
+  // Writes the header (with checksum) and zero padding; returns the padded batch size.
+  size_t seal() noexcept;
+
+  [[nodiscard]] size_t size() const noexcept { return size_; }  // unpadded, header included
+  [[nodiscard]] uint32_t count() const noexcept { return count_; }
+  [[nodiscard]] uint64_t first_seq() const noexcept { return first_seq_; }
+  [[nodiscard]] uint64_t next_seq() const noexcept { return first_seq_ + count_; }
+  [[nodiscard]] std::byte* base() const noexcept { return base_; }
+
+ private:
+  std::byte* base_ = nullptr;
+  size_t capacity_ = 0;
+  size_t size_ = 0;
+  uint64_t first_seq_ = 0;
+  uint32_t count_ = 0;
+  uint16_t shard_ = 0;
+};
+
+// Why a batch was rejected. Every value is a protocol error for the connection it came on.
+enum class BatchError : uint8_t {
+  ok = 0,
+  truncated,  // fewer bytes than the header or than header + payload_len
+  bad_magic,
+  bad_version,
+  bad_reserved,  // a reserved field or flag is not zero
+  bad_length,    // payload_len disagrees with the records, or a record overruns the payload
+  bad_checksum,
+  bad_record,  // unknown op, erase with a value, key longer than kMaxKeyBytes
+  bad_seq,     // record seqs are not first_seq, first_seq + 1, ...
+};
+std::string_view describe(BatchError e) noexcept;
+
+// A checked batch. parse_batch() validates everything (header, checksum, every record's
+// bounds and seq) before returning ok, so a caller never applies part of a bad batch.
+struct BatchView {
+  BatchHeader header;
+  const std::byte* payload = nullptr;
+  [[nodiscard]] size_t size() const noexcept { return kBatchHeaderSize + header.payload_len; }
+  [[nodiscard]] size_t padded_size() const noexcept { return align_batch(size()); }
+};
+
+// Parses the batch at the start of `bytes` (which may extend past it).
+BatchError parse_batch(std::span<const std::byte> bytes, BatchView& out) noexcept;
+
+// Walks the records of a batch that parse_batch() accepted.
+class RecordCursor {
+ public:
+  explicit RecordCursor(const BatchView& batch) noexcept
+      : p_(batch.payload),
+        end_(batch.payload + batch.header.payload_len),
+        shard_(batch.header.shard) {}
+  // Fills `out` and returns true, or returns false at the end.
+  bool next(Record& out) noexcept;
+
+ private:
+  const std::byte* p_;
+  const std::byte* end_;
+  uint16_t shard_;
+};
+
+}  // namespace rdmarepl::replication

@@ -1,0 +1,108 @@
+// ReplicationChannel<Store>: what a key-value store holds to replicate its writes.
+//
+//   Leader:   auto ch = ReplicationChannel<MyStore>::create(opts, store);
+//             auto w = (*ch)->replicate("k", "v");        // encoded once, batched, sent
+//             auto st = (*ch)->wait(w.ticket, 100ms);     // committed under opts.ack_mode
+//   Follower: the channel calls store.apply(record) for every record, in seq order per
+//             shard, exactly once (duplicates after a reconnect are skipped by seq).
+//
+// Threading: replicate()/erase() may be called from any number of threads; a key maps to
+// one shard (hash of the key) and each shard has its own lock, batch and connections, so
+// writers of different shards do not contend and a key's writes keep their order.
+// progress() may be called from any thread; with PollingMode other than manual a background
+// thread calls it. On a follower Store::apply is called from whichever thread runs
+// progress(), one shard at a time per call; with one poller thread it is never concurrent.
+// See docs/replication.md.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string_view>
+#include <utility>
+
+#include "rdmarepl/core/result.h"
+#include "rdmarepl/replication/channel_core.h"
+#include "rdmarepl/replication/options.h"
+#include "rdmarepl/replication/store.h"
+#include "rdmarepl/replication/ticket.h"
+
+namespace rdmarepl::replication {
+
+template <class S>
+class ReplicationChannel {
+  static_assert(Store<S>,
+                "rdmarepl::ReplicationChannel<S>: S does not model rdmarepl::Store. A store must "
+                "provide `void apply(const rdmarepl::Record&)` (called on followers for each "
+                "replicated put/erase); see include/rdmarepl/replication/store.h");
+
+ public:
+  // Control plane: validates the options, picks the transport (options.transport), registers
+  // the rings / retained window and starts connecting (leader) or listening (follower).
+  // `store` must outlive the channel.
+  static Result<std::unique_ptr<ReplicationChannel>> create(const ChannelOptions& options,
+                                                            S& store) {
+    return create(options, store, nullptr);
+  }
+  // As above over a given transport (e.g. a fault-injecting decorator in tests).
+  static Result<std::unique_ptr<ReplicationChannel>> create(
+      const ChannelOptions& options, S& store, std::unique_ptr<transport::Transport> transport) {
+    auto core = ChannelCore::create(options, std::move(transport), &store, &apply_thunk);
+    if (!core.ok()) return std::move(core).error();
+    return std::unique_ptr<ReplicationChannel>(new ReplicationChannel(std::move(core).value()));
+  }
+
+  ReplicationChannel(const ReplicationChannel&) = delete;
+  ReplicationChannel& operator=(const ReplicationChannel&) = delete;
+  ~ReplicationChannel() { core_->close(); }
+
+  // Leader data path: no throw, no allocation. Returns the write's ticket; the record is
+  // in a batch that is sent when full, after flush_delay, or on flush().
+  WriteResult replicate(std::string_view key, std::string_view value) noexcept {
+    return core_->write(Op::put, key, value);
+  }
+  WriteResult erase(std::string_view key) noexcept { return core_->write(Op::erase, key, {}); }
+  // Seals every open batch now (they are sent as credits allow).
+  void flush() noexcept { core_->flush(); }
+
+  // True once `ticket` meets the ack mode.
+  [[nodiscard]] bool committed(Ticket ticket) const noexcept { return core_->committed(ticket); }
+  // Waits until `ticket` meets the ack mode. Errc::timeout when it did not in time (or,
+  // with AwayPolicy::fail, when a needed follower has been away for away_timeout): the
+  // message names the followers that are missing and how far behind they are.
+  Status wait(Ticket ticket, std::chrono::milliseconds timeout) {
+    return core_->wait(ticket, timeout);
+  }
+  // Leader: waits until every follower acknowledged every write so far (whatever the ack
+  // mode); useful before shutdown and in tests.
+  Status wait_all_acked(std::chrono::milliseconds timeout) {
+    return core_->wait_all_acked(timeout);
+  }
+
+  // Polls completions, applies/acks (follower), sends batches as credits allow, seals aged
+  // batches (leader). Returns the amount of work done (0: idle). Thread-safe.
+  size_t progress() noexcept { return core_->progress(); }
+  // Stops the poller and closes every connection. Idempotent; the destructor calls it.
+  void close() noexcept { core_->close(); }
+
+  [[nodiscard]] MetricsSnapshot metrics() const noexcept { return core_->metrics(); }
+  // Follower: the endpoint it listens on (the port chosen when options.listen.port was 0).
+  [[nodiscard]] transport::Endpoint local_endpoint() const { return core_->local_endpoint(); }
+  // Leader: the last seq assigned in `shard`. Follower: the last seq applied in `shard`.
+  [[nodiscard]] uint64_t last_seq(uint32_t shard) const noexcept { return core_->last_seq(shard); }
+  [[nodiscard]] uint64_t applied_seq(uint32_t shard) const noexcept {
+    return core_->applied_seq(shard);
+  }
+  [[nodiscard]] std::string_view transport_name() const noexcept { return core_->transport_name(); }
+  [[nodiscard]] const ChannelOptions& options() const noexcept { return core_->options(); }
+
+ private:
+  explicit ReplicationChannel(std::unique_ptr<ChannelCore> core) noexcept
+      : core_(std::move(core)) {}
+  static void apply_thunk(void* store, const Record& record) {
+    static_cast<S*>(store)->apply(record);
+  }
+
+  std::unique_ptr<ChannelCore> core_;
+};
+
+}  // namespace rdmarepl::replication

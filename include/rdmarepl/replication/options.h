@@ -1,0 +1,95 @@
+// ChannelOptions: everything a ReplicationChannel is built from. Defaults suit a LAN with a
+// few followers; docs/replication.md explains each knob.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rdmarepl/core/result.h"
+#include "rdmarepl/transport/types.h"
+
+namespace rdmarepl::replication {
+
+enum class Role : uint8_t { leader, follower };
+
+// `automatic` picks verbs when the build has it and an active RDMA device exists, else TCP.
+enum class TransportKind : uint8_t { automatic, tcp, verbs };
+
+// When a write counts as committed (wait() returns):
+//   none    when replicate() returned (fire and forget)
+//   one     when at least one follower applied it
+//   all     when every configured follower applied it
+//   quorum  when a majority of the cluster (leader + followers) has it: floor(F/2 + 1/2)
+//           follower acks with F followers (the leader counts itself)
+enum class AckMode : uint8_t { none, one, all, quorum };
+
+// What wait() does when the ack mode needs a follower that is disconnected:
+//   wait  keep waiting (up to the caller's timeout); the follower catches up when back
+//   fail  fail with Errc::timeout once the follower has been away for `away_timeout`
+enum class AwayPolicy : uint8_t { wait, fail };
+
+// How the optional background poller drives progress():
+//   manual    no poller thread: the store calls progress() from its own event loop
+//   busy      spin on progress() (lowest latency, one core)
+//   sleep     sleep `poll_interval` whenever a round found nothing to do
+//   blocking  block in Connection::wait (up to `poll_interval`) when a round was idle
+enum class PollingMode : uint8_t { manual, busy, sleep, blocking };
+
+struct ChannelOptions {
+  Role role = Role::leader;
+  std::string node_id = "rdmarepl";
+  // Leader: the followers to replicate to. Follower: unused.
+  std::vector<transport::Endpoint> peers;
+  // Follower: where to listen (port 0 picks a free port; see local_endpoint()).
+  transport::Endpoint listen;
+  TransportKind transport = TransportKind::automatic;
+  std::string pre_shared_key;  // empty: no handshake authentication
+
+  AckMode ack_mode = AckMode::all;
+  AwayPolicy away_policy = AwayPolicy::wait;
+  std::chrono::milliseconds away_timeout{5000};
+
+  // Sharding: a key always maps to shard hash(key) % shards; each shard has its own
+  // connection (queue pair) to each follower and its own sequence numbers. Leader and
+  // followers must agree on the count (checked in the handshake).
+  uint32_t shards = 4;
+
+  // Batching: a batch is sent when it reaches `batch_bytes` or when its first record is
+  // `flush_delay` old (checked by progress()), whichever comes first.
+  size_t batch_bytes = 64 * 1024;
+  std::chrono::microseconds flush_delay{200};
+
+  // Memory, registered once at create():
+  //   follower: one receive ring of `ring_bytes` and one large-record buffer big enough for
+  //             one record of `max_value_bytes` per shard
+  //   leader:   one retained window of `retain_bytes` per shard (the batches kept for
+  //             followers that are behind or reconnecting)
+  size_t ring_bytes = 4 * 1024 * 1024;
+  size_t retain_bytes = 64 * 1024 * 1024;
+  size_t max_value_bytes = 16 * 1024 * 1024;
+  // Batches in flight per connection (bounded by posted receives on the peer).
+  uint32_t queue_depth = 256;
+
+  // A replicate() that finds the retained window full (a connected follower is slow) waits
+  // for acknowledgements at most this long, then returns WriteStatus::stalled.
+  std::chrono::milliseconds stall_timeout{10000};
+
+  PollingMode polling = PollingMode::busy;
+  std::chrono::microseconds poll_interval{50};
+
+  std::chrono::milliseconds connect_timeout{2000};
+  std::chrono::milliseconds reconnect_interval{100};
+};
+
+std::string_view to_string(Role r) noexcept;
+std::string_view to_string(TransportKind t) noexcept;
+std::string_view to_string(AckMode m) noexcept;
+
+// Checks the options for consistency; the error names the field, its value and the fix.
+Status validate(const ChannelOptions& options);
+
+}  // namespace rdmarepl::replication

@@ -1,0 +1,160 @@
+#include "rdmarepl/replication/batch_format.h"
+
+#include <cstring>
+
+#include "rdmarepl/core/byte_order.h"
+#include "rdmarepl/core/crc32c.h"
+
+namespace rdmarepl::replication {
+namespace {
+
+// Header field offsets (docs/wire_format.md, "Replication batches").
+constexpr size_t kOffMagic = 0;
+constexpr size_t kOffVersion = 4;
+constexpr size_t kOffFlags = 5;
+constexpr size_t kOffShard = 6;
+constexpr size_t kOffCount = 8;
+constexpr size_t kOffPayloadLen = 12;
+constexpr size_t kOffFirstSeq = 16;
+constexpr size_t kOffCrc = 24;
+constexpr size_t kOffReserved = 28;
+constexpr size_t kCrcCovered = kOffCrc;  // the CRC covers header bytes [0, 24) and the payload
+static_assert(kOffReserved + 4 == kBatchHeaderSize);
+
+// Record field offsets.
+constexpr size_t kRecOp = 0;
+constexpr size_t kRecFlags = 1;
+constexpr size_t kRecReserved = 2;
+constexpr size_t kRecKeyLen = 4;
+constexpr size_t kRecValueLen = 8;
+constexpr size_t kRecSeq = 12;
+constexpr size_t kRecTimestamp = 20;
+static_assert(kRecTimestamp + 8 == kRecordHeaderSize);
+
+uint32_t batch_crc(const std::byte* header, const std::byte* payload, size_t payload_len) noexcept {
+  uint32_t crc = crc32c::extend(0, header, kCrcCovered);
+  crc = crc32c::extend(crc, payload, payload_len);
+  return crc32c::mask(crc);
+}
+
+}  // namespace
+
+void BatchBuilder::add(Op op, std::string_view key, std::string_view value,
+                       uint64_t timestamp) noexcept {
+  std::byte* p = base_ + size_;
+  p[kRecOp] = static_cast<std::byte>(op);
+  p[kRecFlags] = std::byte{0};
+  store_be16(p + kRecReserved, 0);
+  store_be32(p + kRecKeyLen, static_cast<uint32_t>(key.size()));
+  store_be32(p + kRecValueLen, static_cast<uint32_t>(value.size()));
+  store_be64(p + kRecSeq, first_seq_ + count_);
+  store_be64(p + kRecTimestamp, timestamp);
+  p += kRecordHeaderSize;
+  if (!key.empty()) std::memcpy(p, key.data(), key.size());
+  if (!value.empty()) std::memcpy(p + key.size(), value.data(), value.size());
+  size_ += record_size(key.size(), value.size());
+  ++count_;
+}
+
+size_t BatchBuilder::seal() noexcept {
+  std::byte* h = base_;
+  const auto payload_len = static_cast<uint32_t>(size_ - kBatchHeaderSize);
+  store_be32(h + kOffMagic, kBatchMagic);
+  h[kOffVersion] = static_cast<std::byte>(kBatchVersion);
+  h[kOffFlags] = std::byte{0};
+  store_be16(h + kOffShard, shard_);
+  store_be32(h + kOffCount, count_);
+  store_be32(h + kOffPayloadLen, payload_len);
+  store_be64(h + kOffFirstSeq, first_seq_);
+  store_be32(h + kOffCrc, batch_crc(h, h + kBatchHeaderSize, payload_len));
+  store_be32(h + kOffReserved, 0);
+  const size_t padded = align_batch(size_);
+  if (padded > size_) std::memset(base_ + size_, 0, padded - size_);
+  return padded;
+}
+
+std::string_view describe(BatchError e) noexcept {
+  switch (e) {
+    case BatchError::ok:
+      return "ok";
+    case BatchError::truncated:
+      return "batch truncated (shorter than its header or payload_len)";
+    case BatchError::bad_magic:
+      return "bad batch magic (not a replication batch)";
+    case BatchError::bad_version:
+      return "unsupported batch version";
+    case BatchError::bad_reserved:
+      return "non-zero reserved field or flags in batch";
+    case BatchError::bad_length:
+      return "batch payload_len disagrees with its records";
+    case BatchError::bad_checksum:
+      return "batch CRC32C mismatch";
+    case BatchError::bad_record:
+      return "malformed record (unknown op, erase with value, key too long)";
+    case BatchError::bad_seq:
+      return "record seqs are not consecutive from first_seq";
+  }
+  return "unknown batch error";
+}
+
+BatchError parse_batch(std::span<const std::byte> bytes, BatchView& out) noexcept {
+  if (bytes.size() < kBatchHeaderSize) return BatchError::truncated;
+  const std::byte* h = bytes.data();
+  if (load_be32(h + kOffMagic) != kBatchMagic) return BatchError::bad_magic;
+  BatchHeader hdr;
+  hdr.version = static_cast<uint8_t>(h[kOffVersion]);
+  if (hdr.version != kBatchVersion) return BatchError::bad_version;
+  hdr.flags = static_cast<uint8_t>(h[kOffFlags]);
+  hdr.shard = load_be16(h + kOffShard);
+  hdr.record_count = load_be32(h + kOffCount);
+  hdr.payload_len = load_be32(h + kOffPayloadLen);
+  hdr.first_seq = load_be64(h + kOffFirstSeq);
+  hdr.crc = load_be32(h + kOffCrc);
+  if (hdr.payload_len > bytes.size() - kBatchHeaderSize) return BatchError::truncated;
+  const std::byte* payload = h + kBatchHeaderSize;
+  if (batch_crc(h, payload, hdr.payload_len) != hdr.crc) return BatchError::bad_checksum;
+  // Checked after the CRC so that a random flip reports as a checksum error; a batch that
+  // passes the CRC but has these set comes from a newer or broken encoder.
+  if (hdr.flags != 0 || load_be32(h + kOffReserved) != 0) return BatchError::bad_reserved;
+
+  // Walk every record before anything is applied: bounds, op, seq continuity.
+  const std::byte* p = payload;
+  const std::byte* end = payload + hdr.payload_len;
+  for (uint32_t i = 0; i < hdr.record_count; ++i) {
+    if (static_cast<size_t>(end - p) < kRecordHeaderSize) return BatchError::bad_length;
+    const auto op = static_cast<uint8_t>(p[kRecOp]);
+    const uint32_t key_len = load_be32(p + kRecKeyLen);
+    const uint32_t value_len = load_be32(p + kRecValueLen);
+    if (op != static_cast<uint8_t>(Op::put) && op != static_cast<uint8_t>(Op::erase))
+      return BatchError::bad_record;
+    if (p[kRecFlags] != std::byte{0} || load_be16(p + kRecReserved) != 0)
+      return BatchError::bad_record;
+    if (key_len > kMaxKeyBytes) return BatchError::bad_record;
+    if (op == static_cast<uint8_t>(Op::erase) && value_len != 0) return BatchError::bad_record;
+    if (load_be64(p + kRecSeq) != hdr.first_seq + i) return BatchError::bad_seq;
+    const uint64_t body = uint64_t{key_len} + value_len;
+    if (body > static_cast<uint64_t>(end - p) - kRecordHeaderSize) return BatchError::bad_length;
+    p += kRecordHeaderSize + body;
+  }
+  if (p != end) return BatchError::bad_length;
+  out.header = hdr;
+  out.payload = payload;
+  return BatchError::ok;
+}
+
+bool RecordCursor::next(Record& out) noexcept {
+  if (p_ >= end_) return false;
+  const uint32_t key_len = load_be32(p_ + kRecKeyLen);
+  const uint32_t value_len = load_be32(p_ + kRecValueLen);
+  out.op = static_cast<Op>(p_[kRecOp]);
+  out.seq = load_be64(p_ + kRecSeq);
+  out.timestamp = load_be64(p_ + kRecTimestamp);
+  out.shard = shard_;
+  const auto* k = reinterpret_cast<const char*>(p_ + kRecordHeaderSize);
+  out.key = std::string_view(k, key_len);
+  out.value = std::string_view(k + key_len, value_len);
+  p_ += kRecordHeaderSize + key_len + value_len;
+  return true;
+}
+
+}  // namespace rdmarepl::replication

@@ -1,0 +1,274 @@
+#include "follower.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <thread>
+
+#include "rdmarepl/core/clock.h"
+#include "rdmarepl/core/log.h"
+#include "rdmarepl/replication/batch_format.h"
+#include "rdmarepl/replication/imm.h"
+
+namespace rdmarepl::replication::detail {
+
+using transport::Access;
+
+Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& options,
+                                                      std::unique_ptr<transport::Transport> t,
+                                                      void* store, ApplyFn apply) {
+  std::unique_ptr<Follower> self(new Follower(options, std::move(t), store, apply));
+  const size_t large = single_record_batch_size(kMaxKeyBytes, options.max_value_bytes);
+  for (uint32_t i = 0; i < options.shards; ++i) {
+    auto s = std::make_unique<Shard>();
+    s->index = i;
+    // Rings take remote writes only from the authenticated leader; nothing else of the
+    // process is registered for remote access.
+    auto r = RegisteredBuffer::create(*self->transport_, options.ring_bytes,
+                                      Access::local_write | Access::remote_write,
+                                      fmt::format("receive ring of shard {}", i));
+    if (!r.ok()) return std::move(r).error();
+    s->ring = std::move(r).value();
+    auto l = RegisteredBuffer::create(*self->transport_, large,
+                                      Access::local_write | Access::remote_write,
+                                      fmt::format("large-record buffer of shard {}", i));
+    if (!l.ok()) return std::move(l).error();
+    s->large = std::move(l).value();
+    self->shards_.push_back(std::move(s));
+  }
+  auto listener = self->transport_->listen(options.listen);
+  if (!listener.ok())
+    return Error(listener.error().code(),
+                 fmt::format("follower cannot listen on {}: {}", options.listen.to_string(),
+                             listener.error().message()));
+  self->listener_ = std::move(listener).value();
+  self->endpoint_ = self->listener_->local_endpoint();
+  Follower* raw = self.get();
+  self->start_threads([raw] { raw->accept_loop(); });
+  return std::unique_ptr<ChannelCore>(std::move(self));
+}
+
+void Follower::accept_loop() noexcept {
+  transport::ConnectionOptions co;
+  co.node_id = options_.node_id;
+  co.pre_shared_key = options_.pre_shared_key;
+  for (auto& s : shards_) co.regions.push_back(s->ring.remote());
+  for (auto& s : shards_) co.regions.push_back(s->large.remote());
+  co.send_queue_depth = options_.queue_depth + 8;
+  co.recv_queue_depth = options_.queue_depth + 8;
+  co.connect_timeout = options_.connect_timeout;
+  FollowerHello hello;
+  hello.shard_count = options_.shards;
+  hello.queue_depth = options_.queue_depth;
+  hello.ring_bytes = options_.ring_bytes;
+  hello.large_bytes = shards_.front()->large.size();
+  hello.applied.resize(options_.shards);
+  while (!stopping()) {
+    // The resume points may be stale by the time the leader reads them (a shard can still
+    // apply from an old connection): that only makes the leader resend batches this side
+    // skips by seq.
+    for (auto& s : shards_) hello.applied[s->index] = s->applied.load(std::memory_order_acquire);
+    co.app_data = encode(hello);
+    auto conn = listener_->accept(co, std::chrono::milliseconds(100));
+    if (!conn.ok()) {
+      if (!conn.error().is(Errc::timeout))
+        log::warn("rdmarepl follower {}: refused a connection: {}", endpoint_.to_string(),
+                  conn.error().message());
+      continue;
+    }
+    install(std::move(conn).value());
+  }
+}
+
+void Follower::install(std::unique_ptr<transport::Connection> conn) noexcept {
+  const auto& info = conn->peer();
+  const std::string who = fmt::format("{} ({})", info.node_id, info.address);
+  auto h = parse_leader_hello(info.app_data, who);
+  Status st = h.ok() ? ok_status() : Status(h.error());
+  if (st.ok() && h->shard_count != options_.shards)
+    st = Error(Errc::invalid_argument,
+               fmt::format("leader {} has {} shards but this follower has {}; configure the same "
+                           "ChannelOptions::shards on both",
+                           who, h->shard_count, options_.shards));
+  if (st.ok() &&
+      (h->ring_bytes > options_.ring_bytes || h->large_bytes > shards_.front()->large.size() ||
+       h->queue_depth > options_.queue_depth))
+    st = Error(Errc::invalid_argument,
+               fmt::format("leader {} needs ring_bytes {}, large-record buffer {} and queue_depth "
+                           "{}, this follower has {}, {} and {}; use the same options on both",
+                           who, h->ring_bytes, h->large_bytes, h->queue_depth, options_.ring_bytes,
+                           shards_.front()->large.size(), options_.queue_depth));
+  if (!st.ok()) {
+    log::error("rdmarepl follower {}: {}", endpoint_.to_string(), st.error().message());
+    conn->close();
+    return;
+  }
+  Shard& s = *shards_[h->shard];
+  std::lock_guard lock(s.mu);
+  if (s.conn) {
+    log::info("rdmarepl follower {}: shard {}: leader {} reconnected; the old connection is closed",
+              endpoint_.to_string(), s.index, who);
+    s.conn->close();
+    s.conn.reset();
+    ChannelMetrics::add(metrics_.reconnects);
+  }
+  if (conn->post_recvs(options_.queue_depth + 4) != transport::PostStatus::ok) {
+    log::error("rdmarepl follower {}: shard {}: posting receives failed: {}", endpoint_.to_string(),
+               s.index, conn->error().message());
+    conn->close();
+    return;
+  }
+  s.conn = std::move(conn);
+  s.leader = who;
+  s.cursor = 0;
+}
+
+void Follower::drop(Shard& s, std::string_view why) noexcept {
+  log::error("rdmarepl follower {}: shard {}: dropping the connection from leader {}: {}",
+             endpoint_.to_string(), s.index, s.leader, why);
+  s.conn->close();
+  s.conn.reset();
+}
+
+bool Follower::handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::string& why) noexcept {
+  std::span<const std::byte> bytes;
+  uint64_t offset = 0;
+  switch (imm_kind(imm)) {
+    case ImmKind::ring_batch:
+      offset = uint64_t{imm_arg(imm)} * kBatchAlign;
+      if ((offset != s.cursor && offset != 0) || offset + kBatchHeaderSize > s.ring.size()) {
+        why = fmt::format(
+            "protocol error: batch announced at ring offset {} but the next batch "
+            "was expected at {} (or 0 after a wrap; ring is {} bytes)",
+            offset, s.cursor, s.ring.size());
+        return false;
+      }
+      bytes = std::span<const std::byte>(s.ring.data() + offset, s.ring.size() - offset);
+      break;
+    case ImmKind::large_batch:
+      bytes = std::span<const std::byte>(s.large.data(), s.large.size());
+      break;
+    default:
+      why = fmt::format("protocol error: unexpected immediate 0x{:08x}", imm);
+      return false;
+  }
+  BatchView v;
+  const BatchError err = parse_batch(bytes, v);
+  if (err != BatchError::ok) {
+    why = fmt::format(
+        "bad batch at {} offset {}: {}; nothing of it was applied (the leader "
+        "resends it after reconnecting)",
+        imm_kind(imm) == ImmKind::large_batch ? "large-record buffer" : "ring", offset,
+        describe(err));
+    return false;
+  }
+  if (v.header.shard != s.index || byte_len != v.padded_size()) {
+    why = fmt::format(
+        "protocol error: batch for shard {} of {} bytes arrived on shard {} as a "
+        "write of {} bytes",
+        v.header.shard, v.padded_size(), s.index, byte_len);
+    return false;
+  }
+  uint64_t applied = s.applied.load(std::memory_order_relaxed);
+  if (v.header.record_count != 0 && v.header.first_seq > applied + 1) {
+    why = fmt::format(
+        "protocol error: batch starts at seq {} but seq {} is the next to apply "
+        "(a gap)",
+        v.header.first_seq, applied + 1);
+    return false;
+  }
+  RecordCursor cursor(v);
+  Record rec;
+  uint64_t skipped = 0;
+  while (cursor.next(rec)) {
+    if (rec.seq <= applied) {
+      ++skipped;  // already applied before a reconnect
+      continue;
+    }
+    apply_(store_, rec);
+    applied = rec.seq;
+  }
+  s.applied.store(applied, std::memory_order_release);
+  if (imm_kind(imm) == ImmKind::ring_batch) s.cursor = offset + v.padded_size();
+  ChannelMetrics::add(metrics_.records_applied, v.header.record_count - skipped);
+  ChannelMetrics::add(metrics_.records_skipped, skipped);
+  ChannelMetrics::add(metrics_.batches_applied);
+  return true;
+}
+
+size_t Follower::poll_shard(Shard& s) noexcept {
+  std::array<transport::Completion, 32> wc;
+  const size_t n = s.conn->poll(wc);
+  uint32_t batches = 0;
+  std::string why;
+  for (size_t i = 0; i < n; ++i) {
+    const auto& c = wc[i];
+    if (c.status != transport::WcStatus::success) {
+      drop(s, fmt::format("{} ({})", transport::wc_status_name(c.status),
+                          transport::wc_status_advice(c.status)));
+      return n;
+    }
+    if (c.opcode != transport::WcOpcode::recv_rdma_with_imm) continue;  // our acks
+    if (!handle_batch(s, c.imm, c.byte_len, why)) {
+      ChannelMetrics::add(metrics_.protocol_errors);
+      drop(s, why);
+      return n;
+    }
+    ++batches;
+  }
+  if (batches == 0) return n;
+  // Receives go back before the acknowledgement that lets the leader send more.
+  if (s.conn->post_recvs(batches) != transport::PostStatus::ok) {
+    drop(s, "re-posting receives failed");
+    return n;
+  }
+  transport::WriteRequest ack;
+  const auto& target = s.conn->peer().regions.front();
+  ack.remote_addr = target.addr;
+  ack.rkey = target.rkey;
+  ack.imm =
+      make_imm(ImmKind::ack, static_cast<uint32_t>(s.applied.load(std::memory_order_relaxed)));
+  const auto st = s.conn->post_writes(std::span<const transport::WriteRequest>(&ack, 1));
+  if (st != transport::PostStatus::ok) drop(s, "sending the acknowledgement failed");
+  return n;
+}
+
+size_t Follower::progress() noexcept {
+  size_t work = 0;
+  for (auto& sp : shards_) {
+    std::unique_lock lock(sp->mu, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      ++work;
+      continue;
+    }
+    if (!sp->conn) continue;
+    if (!sp->conn->healthy()) {
+      drop(*sp, sp->conn->error().message());
+      continue;
+    }
+    work += poll_shard(*sp);
+  }
+  return work;
+}
+
+Status Follower::wait(Ticket, std::chrono::milliseconds) {
+  return Error(Errc::invalid_argument, "wait(ticket) is a leader call; a follower has no tickets");
+}
+
+Status Follower::wait_all_acked(std::chrono::milliseconds) {
+  return Error(Errc::invalid_argument, "wait_all_acked() is a leader call");
+}
+
+void Follower::close() noexcept {
+  if (closed_.exchange(true)) return;
+  stop_threads();
+  for (auto& sp : shards_) {
+    std::lock_guard lock(sp->mu);
+    if (sp->conn) {
+      sp->conn->close();
+      sp->conn.reset();
+    }
+  }
+}
+
+}  // namespace rdmarepl::replication::detail

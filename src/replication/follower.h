@@ -1,0 +1,73 @@
+// The follower engine: per shard a receive ring and a large-record buffer (registered for
+// remote write and advertised in the handshake), the connection from the leader, and the
+// applied seq used to skip duplicates after a reconnect. See docs/replication.md.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core_base.h"
+#include "hello.h"
+#include "registered_buffer.h"
+
+namespace rdmarepl::replication::detail {
+
+class Follower final : public CoreBase {
+ public:
+  static Result<std::unique_ptr<ChannelCore>> create(const ChannelOptions& options,
+                                                     std::unique_ptr<transport::Transport> t,
+                                                     void* store, ApplyFn apply);
+  ~Follower() override { close(); }
+
+  WriteResult write(Op, std::string_view, std::string_view) noexcept override {
+    return WriteResult{{}, WriteStatus::not_leader};
+  }
+  void flush() noexcept override {}
+  [[nodiscard]] bool committed(Ticket) const noexcept override { return false; }
+  Status wait(Ticket, std::chrono::milliseconds) override;
+  Status wait_all_acked(std::chrono::milliseconds) override;
+  size_t progress() noexcept override;
+  void close() noexcept override;
+
+  [[nodiscard]] transport::Endpoint local_endpoint() const override { return endpoint_; }
+  [[nodiscard]] uint64_t last_seq(uint32_t shard) const noexcept override {
+    return applied_seq(shard);
+  }
+  [[nodiscard]] uint64_t applied_seq(uint32_t shard) const noexcept override {
+    return shards_[shard]->applied.load(std::memory_order_acquire);
+  }
+
+ private:
+  struct Shard {
+    std::mutex mu;
+    uint32_t index = 0;
+    RegisteredBuffer ring;
+    RegisteredBuffer large;
+    std::unique_ptr<transport::Connection> conn;
+    std::string leader;   // node id of the connected leader, for messages
+    uint64_t cursor = 0;  // where the next ring batch is expected (or 0 after a wrap)
+    std::atomic<uint64_t> applied{0};
+  };
+
+  Follower(const ChannelOptions& options, std::unique_ptr<transport::Transport> t, void* store,
+           ApplyFn apply)
+      : CoreBase(options, std::move(t)), store_(store), apply_(apply) {}
+
+  size_t poll_shard(Shard& s) noexcept;
+  // Checks and applies the batch a completion announced; false (and `why`) on a protocol error.
+  bool handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::string& why) noexcept;
+  void drop(Shard& s, std::string_view why) noexcept;
+  void accept_loop() noexcept;
+  void install(std::unique_ptr<transport::Connection> conn) noexcept;
+
+  void* store_;
+  ApplyFn apply_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::unique_ptr<transport::Listener> listener_;
+  transport::Endpoint endpoint_;
+  std::atomic<bool> closed_{false};
+};
+
+}  // namespace rdmarepl::replication::detail

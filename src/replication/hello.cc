@@ -1,0 +1,95 @@
+#include "hello.h"
+
+#include <fmt/format.h>
+
+#include "rdmarepl/core/byte_order.h"
+
+namespace rdmarepl::replication::detail {
+namespace {
+
+constexpr uint32_t kLeaderMagic = 0x52504C4Cu;    // "RPLL"
+constexpr uint32_t kFollowerMagic = 0x52504C46u;  // "RPLF"
+constexpr uint16_t kHelloVersion = 1;
+constexpr size_t kLeaderSize = 40;
+constexpr size_t kFollowerFixed = 32;
+
+Error bad(std::string_view peer, std::string_view what) {
+  return Error(Errc::protocol_error,
+               fmt::format("replication handshake from {}: {}; is the peer an rdmarepl {} of the "
+                           "same version?",
+                           peer, what, "channel"));
+}
+
+}  // namespace
+
+std::string encode(const LeaderHello& h) {
+  std::string out(kLeaderSize, '\0');
+  char* p = out.data();
+  store_be32(p, kLeaderMagic);
+  store_be16(p + 4, kHelloVersion);
+  store_be16(p + 6, 0);
+  store_be32(p + 8, h.shard);
+  store_be32(p + 12, h.shard_count);
+  store_be32(p + 16, h.queue_depth);
+  store_be32(p + 20, 0);
+  store_be64(p + 24, h.ring_bytes);
+  store_be64(p + 32, h.large_bytes);
+  return out;
+}
+
+std::string encode(const FollowerHello& h) {
+  std::string out(kFollowerFixed + 8 * h.applied.size(), '\0');
+  char* p = out.data();
+  store_be32(p, kFollowerMagic);
+  store_be16(p + 4, kHelloVersion);
+  store_be16(p + 6, 0);
+  store_be32(p + 8, h.shard_count);
+  store_be32(p + 12, h.queue_depth);
+  store_be64(p + 16, h.ring_bytes);
+  store_be64(p + 24, h.large_bytes);
+  for (size_t i = 0; i < h.applied.size(); ++i)
+    store_be64(p + kFollowerFixed + 8 * i, h.applied[i]);
+  return out;
+}
+
+Result<LeaderHello> parse_leader_hello(std::string_view b, std::string_view peer) {
+  if (b.size() != kLeaderSize)
+    return bad(peer, fmt::format("leader hello is {} bytes, expected {}", b.size(), kLeaderSize));
+  const char* p = b.data();
+  if (load_be32(p) != kLeaderMagic) return bad(peer, "leader hello has a bad magic");
+  if (load_be16(p + 4) != kHelloVersion)
+    return bad(peer, fmt::format("leader hello version {} (this build speaks {})", load_be16(p + 4),
+                                 kHelloVersion));
+  LeaderHello h;
+  h.shard = load_be32(p + 8);
+  h.shard_count = load_be32(p + 12);
+  h.queue_depth = load_be32(p + 16);
+  h.ring_bytes = load_be64(p + 24);
+  h.large_bytes = load_be64(p + 32);
+  if (h.shard >= h.shard_count)
+    return bad(peer, fmt::format("shard {} out of range (shard_count {})", h.shard, h.shard_count));
+  return h;
+}
+
+Result<FollowerHello> parse_follower_hello(std::string_view b, std::string_view peer) {
+  if (b.size() < kFollowerFixed)
+    return bad(peer, fmt::format("follower hello is {} bytes", b.size()));
+  const char* p = b.data();
+  if (load_be32(p) != kFollowerMagic) return bad(peer, "follower hello has a bad magic");
+  if (load_be16(p + 4) != kHelloVersion)
+    return bad(peer, fmt::format("follower hello version {} (this build speaks {})",
+                                 load_be16(p + 4), kHelloVersion));
+  FollowerHello h;
+  h.shard_count = load_be32(p + 8);
+  h.queue_depth = load_be32(p + 12);
+  h.ring_bytes = load_be64(p + 16);
+  h.large_bytes = load_be64(p + 24);
+  if (b.size() != kFollowerFixed + 8 * size_t{h.shard_count})
+    return bad(peer,
+               fmt::format("follower hello is {} bytes for {} shards", b.size(), h.shard_count));
+  h.applied.resize(h.shard_count);
+  for (size_t i = 0; i < h.shard_count; ++i) h.applied[i] = load_be64(p + kFollowerFixed + 8 * i);
+  return h;
+}
+
+}  // namespace rdmarepl::replication::detail

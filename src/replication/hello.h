@@ -1,0 +1,38 @@
+// The replication layer's part of the connection handshake, carried in
+// ConnectionOptions::app_data (docs/wire_format.md, "Replication handshake").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rdmarepl/core/result.h"
+
+namespace rdmarepl::replication::detail {
+
+// Leader -> follower, one per connection: which shard this connection carries.
+struct LeaderHello {
+  uint32_t shard = 0;
+  uint32_t shard_count = 0;
+  uint32_t queue_depth = 0;  // batches the leader keeps in flight at most (+ slack)
+  uint64_t ring_bytes = 0;   // the ring size the leader's batching assumes (minimum)
+  uint64_t large_bytes = 0;  // the largest batch it may write to the large-record buffer
+};
+
+// Follower -> leader: its buffers and, per shard, the last seq it applied (the resume point).
+struct FollowerHello {
+  uint32_t shard_count = 0;
+  uint32_t queue_depth = 0;  // receives it posts per connection (minus slack)
+  uint64_t ring_bytes = 0;
+  uint64_t large_bytes = 0;
+  std::vector<uint64_t> applied;  // shard_count entries
+};
+
+std::string encode(const LeaderHello& h);
+std::string encode(const FollowerHello& h);
+// `peer` names the sender in error messages (Errc::protocol_error).
+Result<LeaderHello> parse_leader_hello(std::string_view bytes, std::string_view peer);
+Result<FollowerHello> parse_follower_hello(std::string_view bytes, std::string_view peer);
+
+}  // namespace rdmarepl::replication::detail

@@ -1,0 +1,541 @@
+// Leader data path: encoding into the retained window, sealing, sending under credits,
+// acknowledgements and commit tracking. Connection set-up is in leader_connect.cc.
+#include "leader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <thread>
+
+#include "rdmarepl/core/clock.h"
+#include "rdmarepl/core/log.h"
+#include "rdmarepl/replication/imm.h"
+#include "rdmarepl/replication/shard.h"
+
+namespace rdmarepl::replication::detail {
+
+using transport::Access;
+
+Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& options,
+                                                    std::unique_ptr<transport::Transport> t) {
+  std::unique_ptr<Leader> self(new Leader(options, std::move(t)));
+  self->large_bytes_ = single_record_batch_size(kMaxKeyBytes, options.max_value_bytes);
+  // Window entries are at least one header plus one empty record (64 bytes padded); a
+  // descriptor table of that many entries would be large, so it is capped and the window
+  // evicts by count as well as by bytes.
+  const size_t max_batches = std::clamp<size_t>(options.retain_bytes / 64, 64, 65536);
+  for (uint32_t i = 0; i < options.shards; ++i) {
+    auto s = std::make_unique<Shard>();
+    s->index = i;
+    auto w = RegisteredBuffer::create(*self->transport_, options.retain_bytes, Access::local_write,
+                                      fmt::format("retained window of shard {}", i));
+    if (!w.ok()) return std::move(w).error();
+    s->window = std::move(w).value();
+    auto a =
+        RegisteredBuffer::create(*self->transport_, 64, Access::local_write | Access::remote_write,
+                                 fmt::format("ack target of shard {}", i));
+    if (!a.ok()) return std::move(a).error();
+    s->ack_target = std::move(a).value();
+    s->space = RingSpace(options.retain_bytes);
+    s->descs.resize(max_batches);
+    for (uint32_t f = 0; f < options.peers.size(); ++f) {
+      auto l = std::make_unique<Link>();
+      l->follower = f;
+      l->inflight.resize(options.queue_depth);
+      l->ring_space = RingSpace(options.ring_bytes);
+      s->links.push_back(std::move(l));
+    }
+    self->shards_.push_back(std::move(s));
+  }
+  self->metrics_.followers.store(static_cast<uint32_t>(options.peers.size()));
+  // One synchronous round so that a channel created while its followers are up starts
+  // connected; followers that are not reachable yet are retried by the control thread.
+  const uint64_t now = mono_ns();
+  for (auto& s : self->shards_)
+    for (auto& l : s->links) {
+      l->down_since_ns.store(now);
+      self->try_connect(*s, *l);
+    }
+  Leader* raw = self.get();
+  self->start_threads([raw] { raw->control_loop(); });
+  return std::unique_ptr<ChannelCore>(std::move(self));
+}
+
+uint64_t Leader::last_seq(uint32_t shard) const noexcept {
+  return shards_[shard]->next_seq.load(std::memory_order_acquire) - 1;
+}
+
+bool Leader::large_record(size_t key_len, size_t value_len) const noexcept {
+  return single_record_batch_size(key_len, value_len) > options_.ring_bytes / 4;
+}
+
+uint32_t Leader::required_acks() const noexcept {
+  const auto n = static_cast<uint32_t>(options_.peers.size());
+  switch (options_.ack_mode) {
+    case AckMode::none:
+      return 0;
+    case AckMode::one:
+      return 1;
+    case AckMode::all:
+      return n;
+    case AckMode::quorum:
+      return (n + 1) / 2;  // majority of n + 1 nodes, the leader included
+  }
+  return n;
+}
+
+// ------------------------------------------------------------------ window management
+
+void Leader::push_desc(Shard& s, const BatchDesc& d) noexcept {
+  desc(s, s.end_bn) = d;
+  ++s.end_bn;
+  if (options_.ack_mode == AckMode::none) s.latency_bn = s.end_bn;
+  metrics_.batch_bytes.record(d.len);
+  metrics_.batch_records.record(d.count);
+  ChannelMetrics::add(metrics_.batches_sealed);
+}
+
+bool Leader::evict_oldest(Shard& s) noexcept {
+  if (s.first_bn == s.end_bn) return false;
+  const BatchDesc& d = desc(s, s.first_bn);
+  for (auto& l : s.links)
+    if (l->up.load(std::memory_order_relaxed) &&
+        l->acked_seq.load(std::memory_order_relaxed) < d.last_seq())
+      return false;  // a connected follower still needs it
+  s.space.release(d.consumed);
+  ++s.first_bn;
+  if (s.latency_bn < s.first_bn) s.latency_bn = s.first_bn;
+  return true;
+}
+
+// Makes `len` contiguous bytes placeable in the window (and a free descriptor slot).
+Leader::Room Leader::make_room(Shard& s, uint64_t len) noexcept {
+  bool evicted = false;
+  for (;;) {
+    const bool slot = s.end_bn - s.first_bn < s.descs.size();
+    if (slot && s.space.where(len)) return evicted ? Room::evicted : Room::ok;
+    if (!evict_oldest(s)) return Room::stalled;
+    evicted = true;
+  }
+}
+
+void Leader::seal_open(Shard& s) noexcept {
+  if (!s.open_active) return;
+  BatchDesc d;
+  d.offset = s.open_offset;
+  d.len = s.open.seal();
+  d.consumed = s.open_consumed;
+  d.first_seq = s.open.first_seq();
+  d.count = s.open.count();
+  d.t0_ns = s.open_t0;
+  s.open_active = false;
+  push_desc(s, d);
+}
+
+WriteResult Leader::write(Op op, std::string_view key, std::string_view value) noexcept {
+  WriteResult r;
+  if (closed_.load(std::memory_order_acquire)) {
+    r.status = WriteStatus::closed;
+    return r;
+  }
+  if (key.size() > kMaxKeyBytes || value.size() > options_.max_value_bytes) {
+    r.status = WriteStatus::too_large;
+    return r;
+  }
+  const uint32_t shard = shard_of(key, options_.shards);
+  Shard& s = *shards_[shard];
+  const size_t rec = record_size(key.size(), value.size());
+  const bool large = large_record(key.size(), value.size());
+  const uint64_t ts = wall_ns();
+  Deadline deadline = Deadline::never();
+  bool stalled_once = false;
+
+  std::unique_lock lock(s.mu);
+  for (;;) {
+    if (large) seal_open(s);
+    if (s.open_active) {
+      const uint64_t cur = align_batch(s.open.size());
+      const uint64_t next = align_batch(s.open.size() + rec);
+      if (next == cur || s.space.can_extend(next - cur)) {
+        s.space.extend(next - cur);
+        s.open_consumed += next - cur;
+        break;
+      }
+      seal_open(s);  // the batch cannot grow in place: send it and start another
+      send_pending(s);
+      continue;
+    }
+    const uint64_t need = align_batch(kBatchHeaderSize + rec);
+    if (make_room(s, need) != Room::stalled) {
+      const auto p = s.space.place(need);
+      s.open.start(s.window.data() + p.offset, s.window.size() - p.offset,
+                   static_cast<uint16_t>(shard), s.next_seq.load(std::memory_order_relaxed));
+      s.open_active = true;
+      s.open_offset = p.offset;
+      s.open_consumed = p.consumed;
+      s.open_t0 = mono_ns();
+      break;
+    }
+    // The window is full of batches a connected follower has not acknowledged: drive
+    // progress for this shard until it acknowledges, up to stall_timeout.
+    if (!stalled_once) {
+      stalled_once = true;
+      deadline = Deadline::after(options_.stall_timeout);
+      ChannelMetrics::add(metrics_.window_stalls);
+    }
+    if (progress_locked(s) == 0) {
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      lock.lock();
+    }
+    if (deadline.expired()) {
+      r.status = WriteStatus::stalled;
+      return r;
+    }
+    if (closed_.load(std::memory_order_acquire)) {
+      r.status = WriteStatus::closed;
+      return r;
+    }
+  }
+  s.open.add(op, key, value, ts);
+  const uint64_t seq = s.open.next_seq() - 1;
+  s.next_seq.store(seq + 1, std::memory_order_release);
+  ChannelMetrics::add(metrics_.records_replicated);
+  ChannelMetrics::add(metrics_.bytes_replicated, rec);
+  if (options_.ack_mode == AckMode::none) s.committed.store(seq, std::memory_order_release);
+  if (large || s.open.size() >= options_.batch_bytes) {
+    seal_open(s);
+    send_pending(s);
+  }
+  r.ticket = Ticket{shard, seq};
+  return r;
+}
+
+void Leader::flush() noexcept {
+  for (auto& sp : shards_) {
+    std::lock_guard lock(sp->mu);
+    seal_open(*sp);
+    send_pending(*sp);
+  }
+}
+
+// ------------------------------------------------------------------ sending
+
+void Leader::send_pending(Shard& s) noexcept {
+  for (auto& lp : s.links) {
+    Link& l = *lp;
+    if (!l.up.load(std::memory_order_relaxed)) continue;
+    while (l.next_send_bn < s.end_bn) {
+      const BatchDesc& d = desc(s, l.next_send_bn);
+      // Keep two receives of slack on the follower: it posts queue_depth + 4.
+      bool blocked = l.inflight_count + 2 >= l.inflight.size();
+      transport::WriteRequest wr;
+      wr.wr_id = l.next_send_bn;
+      wr.local_addr = s.window.data() + d.offset;
+      wr.length = static_cast<uint32_t>(d.len);
+      wr.lkey = s.window.lkey();
+      std::optional<uint64_t> at;
+      if (!blocked && d.large) {
+        blocked = l.large_busy;
+        wr.remote_addr = l.large.addr;
+        wr.rkey = l.large.rkey;
+        wr.imm = make_imm(ImmKind::large_batch, 0);
+      } else if (!blocked) {
+        at = l.ring_space.where(d.len);
+        blocked = !at.has_value();
+        if (at) {
+          wr.remote_addr = l.ring.addr + *at;
+          wr.rkey = l.ring.rkey;
+          wr.imm = make_imm(ImmKind::ring_batch, static_cast<uint32_t>(*at / kBatchAlign));
+        }
+      }
+      if (blocked) {
+        if (!l.stalled) ChannelMetrics::add(metrics_.credit_stalls);
+        l.stalled = true;
+        break;
+      }
+      l.stalled = false;
+      const auto st = l.conn->post_writes(std::span<const transport::WriteRequest>(&wr, 1));
+      if (st == transport::PostStatus::queue_full) break;
+      if (st != transport::PostStatus::ok) {
+        link_down(s, l,
+                  st == transport::PostStatus::disconnected ? "the connection failed"
+                                                            : "a write request was refused");
+        break;
+      }
+      InFlight f;
+      f.last_seq = d.last_seq();
+      f.large = d.large;
+      if (d.large) {
+        l.large_busy = true;
+      } else {
+        const auto p = l.ring_space.place(d.len);
+        f.ring_consumed = p.consumed;
+      }
+      l.inflight[(l.inflight_head + l.inflight_count) % l.inflight.size()] = f;
+      ++l.inflight_count;
+      ++l.next_send_bn;
+      ChannelMetrics::add(metrics_.batches_sent);
+    }
+  }
+}
+
+// ------------------------------------------------------------------ acknowledgements
+
+size_t Leader::poll_link(Shard& s, Link& l) noexcept {
+  std::array<transport::Completion, 32> wc;
+  const size_t n = l.conn->poll(wc);
+  uint32_t reposts = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const auto& c = wc[i];
+    if (c.status != transport::WcStatus::success) {
+      link_down(s, l,
+                fmt::format("{} ({})", transport::wc_status_name(c.status),
+                            transport::wc_status_advice(c.status)));
+      return n;
+    }
+    if (c.opcode != transport::WcOpcode::recv_rdma_with_imm) continue;
+    ++reposts;
+    if (imm_kind(c.imm) != ImmKind::ack) {
+      ChannelMetrics::add(metrics_.protocol_errors);
+      link_down(
+          s, l,
+          fmt::format("protocol error: unexpected immediate 0x{:08x} from the follower", c.imm));
+      return n;
+    }
+    const uint64_t acked = l.acked_seq.load(std::memory_order_relaxed);
+    const uint64_t seq = widen_seq(imm_arg(c.imm), acked);
+    // A follower may acknowledge more than this connection carried: after a reconnect it
+    // resumes from a point read before its old connection finished applying.
+    const uint64_t newest = s.next_seq.load(std::memory_order_relaxed) - 1;
+    if (seq < acked || seq > newest) {
+      ChannelMetrics::add(metrics_.protocol_errors);
+      link_down(s, l,
+                fmt::format("protocol error: acknowledgement of seq {} outside [{}, {}] "
+                            "(last acknowledged, last assigned)",
+                            seq, acked, newest));
+      return n;
+    }
+    while (l.inflight_count > 0 && l.inflight[l.inflight_head].last_seq <= seq) {
+      const InFlight& f = l.inflight[l.inflight_head];
+      if (f.large)
+        l.large_busy = false;
+      else
+        l.ring_space.release(f.ring_consumed);
+      l.inflight_head = (l.inflight_head + 1) % l.inflight.size();
+      --l.inflight_count;
+    }
+    if (l.inflight_count == 0)  // skip batches the follower already has
+      while (l.next_send_bn < s.end_bn && desc(s, l.next_send_bn).last_seq() <= seq)
+        ++l.next_send_bn;
+    l.acked_seq.store(seq, std::memory_order_release);
+  }
+  if (reposts != 0 && l.conn->post_recvs(reposts) != transport::PostStatus::ok)
+    link_down(s, l, "re-posting receives failed");
+  return n;
+}
+
+void Leader::update_committed(Shard& s) noexcept {
+  const uint64_t next = s.next_seq.load(std::memory_order_relaxed);
+  uint64_t c = 0;
+  if (options_.ack_mode == AckMode::none) {
+    c = next - 1;
+  } else {
+    std::array<uint64_t, kMaxFollowers> acked{};
+    const size_t n = s.links.size();
+    for (size_t i = 0; i < n; ++i) acked[i] = s.links[i]->acked_seq.load(std::memory_order_relaxed);
+    std::sort(acked.begin(), acked.begin() + static_cast<std::ptrdiff_t>(n), std::greater<>());
+    const uint32_t k = required_acks();
+    c = k == 0 || k > n ? 0 : acked[k - 1];
+  }
+  if (c > s.committed.load(std::memory_order_relaxed))
+    s.committed.store(c, std::memory_order_release);
+  const uint64_t committed = s.committed.load(std::memory_order_relaxed);
+  const uint64_t now = mono_ns();
+  while (s.latency_bn < s.end_bn && desc(s, s.latency_bn).last_seq() <= committed) {
+    const BatchDesc& d = desc(s, s.latency_bn);
+    metrics_.ack_latency_ns.record(now - d.t0_ns, d.count);
+    ++s.latency_bn;
+  }
+}
+
+void Leader::link_down(Shard& s, Link& l, std::string_view why) noexcept {
+  if (!l.up.load(std::memory_order_relaxed)) return;
+  log::warn(
+      "rdmarepl leader: follower {} ({}) shard {}: connection dropped: {}; reconnecting and "
+      "resending from seq {}",
+      l.follower, options_.peers[l.follower].to_string(), s.index, why, l.acked_seq.load() + 1);
+  l.conn->close();
+  l.conn.reset();
+  l.up.store(false, std::memory_order_release);
+  l.down_since_ns.store(mono_ns(), std::memory_order_release);
+  l.inflight_count = 0;
+  l.inflight_head = 0;
+  l.large_busy = false;
+  l.stalled = false;
+  l.ring_space.reset();
+}
+
+size_t Leader::progress_locked(Shard& s) noexcept {
+  size_t work = 0;
+  for (auto& l : s.links)
+    if (l->up.load(std::memory_order_relaxed)) work += poll_link(s, *l);
+  if (s.open_active &&
+      mono_ns() - s.open_t0 >=
+          static_cast<uint64_t>(std::chrono::nanoseconds(options_.flush_delay).count())) {
+    seal_open(s);
+    ++work;
+  }
+  send_pending(s);
+  update_committed(s);
+  return work;
+}
+
+size_t Leader::progress() noexcept {
+  size_t work = 0;
+  std::array<uint64_t, kMaxFollowers> lag{};
+  uint64_t depth = 0;
+  for (auto& sp : shards_) {
+    std::unique_lock lock(sp->mu, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      ++work;  // another thread is working on this shard
+      continue;
+    }
+    work += progress_locked(*sp);
+    const uint64_t last = sp->next_seq.load(std::memory_order_relaxed) - 1;
+    uint64_t shard_depth = 0;
+    for (size_t i = 0; i < sp->links.size(); ++i) {
+      const Link& l = *sp->links[i];
+      lag[i] += last - std::min(last, l.acked_seq.load(std::memory_order_relaxed));
+      if (l.up.load(std::memory_order_relaxed))
+        shard_depth =
+            std::max<uint64_t>(shard_depth, sp->end_bn - l.next_send_bn + l.inflight_count);
+    }
+    depth += shard_depth;
+  }
+  metrics_.queue_depth.store(depth, std::memory_order_relaxed);
+  for (size_t i = 0; i < options_.peers.size(); ++i) {
+    metrics_.follower_lag[i].store(lag[i], std::memory_order_relaxed);
+    bool up = true;
+    for (auto& sp : shards_) up = up && sp->links[i]->up.load(std::memory_order_relaxed);
+    metrics_.follower_connected[i].store(up, std::memory_order_relaxed);
+  }
+  return work;
+}
+
+// ------------------------------------------------------------------ waiting
+
+bool Leader::committed(Ticket t) const noexcept {
+  if (t.shard >= shards_.size()) return false;
+  return shards_[t.shard]->committed.load(std::memory_order_acquire) >= t.seq;
+}
+
+std::string Leader::describe_missing(const Shard& s, uint64_t seq) const {
+  std::string out;
+  const uint64_t now = mono_ns();
+  for (const auto& l : s.links) {
+    const uint64_t acked = l->acked_seq.load(std::memory_order_acquire);
+    if (acked >= seq) continue;
+    if (!out.empty()) out += "; ";
+    out += fmt::format("follower {} acked seq {}", options_.peers[l->follower].to_string(), acked);
+    if (!l->up.load(std::memory_order_acquire))
+      out += fmt::format(" and has been disconnected for {} ms",
+                         (now - l->down_since_ns.load(std::memory_order_acquire)) / 1'000'000);
+  }
+  return out;
+}
+
+Status Leader::wait(Ticket t, std::chrono::milliseconds timeout) {
+  if (t.shard >= shards_.size())
+    return Error(Errc::invalid_argument, fmt::format("ticket names shard {} but the channel has {} "
+                                                     "shards",
+                                                     t.shard, shards_.size()));
+  const Shard& s = *shards_[t.shard];
+  const Deadline deadline = Deadline::after(timeout);
+  const uint64_t away_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.away_timeout).count());
+  bool flushed = false;
+  for (;;) {
+    if (committed(t)) return ok_status();
+    if (closed_.load(std::memory_order_acquire))
+      return Error(Errc::closed, "the replication channel was closed while waiting");
+    if (!flushed) {  // a waiter should not also wait for flush_delay
+      flushed = true;
+      flush();
+    }
+    if (options_.away_policy == AwayPolicy::fail) {
+      const uint64_t now = mono_ns();
+      uint32_t available = 0;
+      for (const auto& l : s.links)
+        if (l->up.load(std::memory_order_acquire) ||
+            now - l->down_since_ns.load(std::memory_order_acquire) < away_ns ||
+            l->acked_seq.load(std::memory_order_acquire) >= t.seq)
+          ++available;
+      if (available < required_acks())
+        return Error(
+            Errc::timeout,
+            fmt::format("seq {} of shard {} cannot meet ack_mode={} ({} follower acks): {}; "
+                        "away_policy=fail and away_timeout={} ms. Bring the follower back "
+                        "(it is caught up from the retained window) or use "
+                        "away_policy=wait",
+                        t.seq, t.shard, to_string(options_.ack_mode), required_acks(),
+                        describe_missing(s, t.seq), options_.away_timeout.count()));
+    }
+    if (deadline.expired())
+      return Error(Errc::timeout,
+                   fmt::format("seq {} of shard {} was not acknowledged under ack_mode={} within "
+                               "{} ms: {}",
+                               t.seq, t.shard, to_string(options_.ack_mode), timeout.count(),
+                               describe_missing(s, t.seq)));
+    if (options_.polling == PollingMode::manual) {
+      if (progress() == 0) std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+}
+
+Status Leader::wait_all_acked(std::chrono::milliseconds timeout) {
+  const Deadline deadline = Deadline::after(timeout);
+  flush();
+  for (;;) {
+    bool all = true;
+    std::string missing;
+    for (auto& sp : shards_) {
+      const uint64_t last = sp->next_seq.load(std::memory_order_acquire) - 1;
+      for (auto& l : sp->links)
+        if (l->acked_seq.load(std::memory_order_acquire) < last) all = false;
+      if (!all && deadline.expired()) missing = describe_missing(*sp, last);
+      if (!all) break;
+    }
+    if (all) return ok_status();
+    if (closed_.load(std::memory_order_acquire))
+      return Error(Errc::closed, "the replication channel was closed while waiting");
+    if (deadline.expired())
+      return Error(Errc::timeout, fmt::format("not every follower acknowledged every write within "
+                                              "{} ms: {}",
+                                              timeout.count(), missing));
+    if (options_.polling == PollingMode::manual) {
+      if (progress() == 0) std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+}
+
+void Leader::close() noexcept {
+  if (closed_.exchange(true)) return;
+  stop_threads();
+  for (auto& sp : shards_) {
+    std::lock_guard lock(sp->mu);
+    for (auto& l : sp->links)
+      if (l->conn) {
+        l->conn->close();
+        l->conn.reset();
+        l->up.store(false);
+      }
+  }
+}
+
+}  // namespace rdmarepl::replication::detail

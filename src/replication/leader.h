@@ -1,0 +1,128 @@
+// The leader engine: per shard, a retained window (registered) into which records are
+// encoded once, batch descriptors, and one Link per follower (connection, ring credits,
+// in-flight batches, acknowledged seq). See docs/replication.md.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core_base.h"
+#include "hello.h"
+#include "rdmarepl/replication/batch_format.h"
+#include "rdmarepl/replication/ring_space.h"
+#include "registered_buffer.h"
+
+namespace rdmarepl::replication::detail {
+
+class Leader final : public CoreBase {
+ public:
+  static Result<std::unique_ptr<ChannelCore>> create(const ChannelOptions& options,
+                                                     std::unique_ptr<transport::Transport> t);
+  ~Leader() override { close(); }
+
+  WriteResult write(Op op, std::string_view key, std::string_view value) noexcept override;
+  void flush() noexcept override;
+  [[nodiscard]] bool committed(Ticket ticket) const noexcept override;
+  Status wait(Ticket ticket, std::chrono::milliseconds timeout) override;
+  Status wait_all_acked(std::chrono::milliseconds timeout) override;
+  size_t progress() noexcept override;
+  void close() noexcept override;
+
+  [[nodiscard]] transport::Endpoint local_endpoint() const override { return {}; }
+  [[nodiscard]] uint64_t last_seq(uint32_t shard) const noexcept override;
+  [[nodiscard]] uint64_t applied_seq(uint32_t) const noexcept override { return 0; }
+
+ private:
+  struct InFlight {
+    uint64_t last_seq = 0;
+    uint64_t ring_consumed = 0;  // 0 for a batch in the large-record buffer
+    bool large = false;
+  };
+
+  // One follower as seen from one shard. Fields without atomics are guarded by Shard::mu.
+  struct Link {
+    uint32_t follower = 0;
+    std::unique_ptr<transport::Connection> conn;
+    transport::RemoteRegion ring;
+    transport::RemoteRegion large;
+    RingSpace ring_space;
+    std::vector<InFlight> inflight;  // circular, queue_depth entries
+    size_t inflight_head = 0;
+    size_t inflight_count = 0;
+    bool large_busy = false;
+    bool stalled = false;
+    uint64_t next_send_bn = 0;
+    std::atomic<uint64_t> acked_seq{0};
+    std::atomic<bool> up{false};
+    std::atomic<uint64_t> down_since_ns{0};
+    bool ever_connected = false;
+    // Control thread only.
+    uint64_t next_attempt_ns = 0;
+    std::string last_error;
+  };
+
+  struct BatchDesc {
+    uint64_t offset = 0;    // in the window
+    uint64_t len = 0;       // padded batch size
+    uint64_t consumed = 0;  // window bytes, skipped tail included
+    uint64_t first_seq = 0;
+    uint32_t count = 0;
+    bool large = false;
+    uint64_t t0_ns = 0;  // when its first record was accepted
+    [[nodiscard]] uint64_t last_seq() const noexcept { return first_seq + count - 1; }
+  };
+
+  struct Shard {
+    std::mutex mu;
+    uint32_t index = 0;
+    RegisteredBuffer window;
+    RegisteredBuffer ack_target;  // what followers' imm-only acks are addressed to
+    RingSpace space;
+    std::vector<BatchDesc> descs;  // circular by batch number
+    uint64_t first_bn = 0;         // oldest retained batch
+    uint64_t end_bn = 0;           // next batch number to seal
+    uint64_t latency_bn = 0;       // next batch whose commit latency is not yet recorded
+    BatchBuilder open;
+    bool open_active = false;
+    uint64_t open_offset = 0;
+    uint64_t open_consumed = 0;
+    uint64_t open_t0 = 0;
+    std::atomic<uint64_t> next_seq{1};
+    std::atomic<uint64_t> committed{0};
+    std::vector<std::unique_ptr<Link>> links;
+  };
+
+  Leader(const ChannelOptions& options, std::unique_ptr<transport::Transport> t)
+      : CoreBase(options, std::move(t)) {}
+
+  BatchDesc& desc(Shard& s, uint64_t bn) noexcept { return s.descs[bn % s.descs.size()]; }
+  enum class Room : uint8_t { ok, evicted, stalled };
+  Room make_room(Shard& s, uint64_t len) noexcept;
+  bool evict_oldest(Shard& s) noexcept;
+  void seal_open(Shard& s) noexcept;
+  void push_desc(Shard& s, const BatchDesc& d) noexcept;
+  void send_pending(Shard& s) noexcept;
+  size_t poll_shard(Shard& s) noexcept;
+  size_t poll_link(Shard& s, Link& l) noexcept;
+  void update_committed(Shard& s) noexcept;
+  void link_down(Shard& s, Link& l, std::string_view why) noexcept;
+  [[nodiscard]] uint32_t required_acks() const noexcept;
+  [[nodiscard]] bool large_record(size_t key_len, size_t value_len) const noexcept;
+  size_t progress_locked(Shard& s) noexcept;
+
+  // Control plane (leader_connect.cc).
+  void control_loop() noexcept;
+  bool try_connect(Shard& s, Link& l) noexcept;
+  Status install(Shard& s, Link& l, std::unique_ptr<transport::Connection> conn,
+                 const FollowerHello& hello);
+  std::string describe_missing(const Shard& s, uint64_t seq) const;
+
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::atomic<bool> closed_{false};
+  uint64_t large_bytes_ = 0;  // largest batch for the large-record buffer
+};
+
+}  // namespace rdmarepl::replication::detail

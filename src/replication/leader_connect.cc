@@ -1,0 +1,146 @@
+// Leader control plane: connecting (and reconnecting) one connection per follower and
+// shard, validating the follower's handshake, and choosing where catch-up resumes.
+#include <fmt/format.h>
+
+#include "leader.h"
+#include "rdmarepl/core/clock.h"
+#include "rdmarepl/core/log.h"
+
+namespace rdmarepl::replication::detail {
+
+void Leader::control_loop() noexcept {
+  const auto tick = std::chrono::milliseconds(10);
+  while (sleep_for(tick)) {
+    for (auto& s : shards_)
+      for (auto& l : s->links) {
+        if (stopping()) return;
+        if (!l->up.load(std::memory_order_acquire) && mono_ns() >= l->next_attempt_ns)
+          try_connect(*s, *l);
+      }
+  }
+}
+
+bool Leader::try_connect(Shard& s, Link& l) noexcept {
+  const auto& peer = options_.peers[l.follower];
+  l.next_attempt_ns =
+      mono_ns() + static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                            options_.reconnect_interval)
+                                            .count());
+  transport::ConnectionOptions co;
+  co.node_id = options_.node_id;
+  co.pre_shared_key = options_.pre_shared_key;
+  co.regions = {s.ack_target.remote()};
+  LeaderHello hello;
+  hello.shard = s.index;
+  hello.shard_count = options_.shards;
+  hello.queue_depth = options_.queue_depth;
+  hello.ring_bytes = options_.ring_bytes;
+  hello.large_bytes = large_bytes_;
+  co.app_data = encode(hello);
+  co.send_queue_depth = options_.queue_depth + 8;
+  co.recv_queue_depth = options_.queue_depth + 8;
+  co.connect_timeout = options_.connect_timeout;
+
+  auto report = [&](const std::string& msg) {
+    if (msg != l.last_error)
+      log::warn("rdmarepl leader: follower {} shard {}: {}", peer.to_string(), s.index, msg);
+    l.last_error = msg;
+  };
+  auto conn = transport_->connect(peer, co);
+  if (!conn.ok()) {
+    report(fmt::format("cannot connect ({}); retrying every {} ms", conn.error().message(),
+                       options_.reconnect_interval.count()));
+    return false;
+  }
+  const auto& info = (*conn)->peer();
+  auto fh = parse_follower_hello(info.app_data, peer.to_string());
+  Status st = fh.ok() ? ok_status() : Status(fh.error());
+  if (st.ok() && fh->shard_count != options_.shards)
+    st = Error(Errc::invalid_argument,
+               fmt::format("follower {} has {} shards but this leader has {}; configure the same "
+                           "ChannelOptions::shards on both",
+                           peer.to_string(), fh->shard_count, options_.shards));
+  if (st.ok() && (fh->ring_bytes < options_.ring_bytes || fh->large_bytes < large_bytes_))
+    st = Error(Errc::invalid_argument,
+               fmt::format("follower {} has ring_bytes {} / large-record buffer {} but this leader "
+                           "needs at least {} / {}; use the same ring_bytes and max_value_bytes on "
+                           "both",
+                           peer.to_string(), fh->ring_bytes, fh->large_bytes, options_.ring_bytes,
+                           large_bytes_));
+  if (st.ok() && fh->queue_depth < options_.queue_depth)
+    st = Error(Errc::invalid_argument,
+               fmt::format("follower {} posts {} receives but this leader keeps up to {} batches "
+                           "in flight; use the same queue_depth on both",
+                           peer.to_string(), fh->queue_depth, options_.queue_depth));
+  if (st.ok() && info.regions.size() != 2 * size_t{options_.shards})
+    st = Error(Errc::protocol_error,
+               fmt::format("follower {} advertised {} regions, expected {} (a ring and a "
+                           "large-record buffer per shard)",
+                           peer.to_string(), info.regions.size(), 2 * options_.shards));
+  if (st.ok()) {
+    std::lock_guard lock(s.mu);
+    if (closed_.load()) return false;
+    st = install(s, l, std::move(conn).value(), fh.value());
+  }
+  if (!st.ok()) {
+    report(st.error().message());
+    return false;
+  }
+  l.last_error.clear();
+  log::info("rdmarepl leader: connected to follower {} shard {} over {}", peer.to_string(), s.index,
+            transport_->name());
+  return true;
+}
+
+Status Leader::install(Shard& s, Link& l, std::unique_ptr<transport::Connection> conn,
+                       const FollowerHello& hello) {
+  const auto& peer = options_.peers[l.follower];
+  const uint64_t resume = hello.applied[s.index];
+  const uint64_t sealed_last =
+      (s.open_active ? s.open.first_seq() : s.next_seq.load(std::memory_order_relaxed)) - 1;
+  if (resume > sealed_last)
+    return Error(Errc::protocol_error,
+                 fmt::format("follower {} reports shard {} applied through seq {}, but this leader "
+                             "has only sealed up to seq {}: it was fed by another leader "
+                             "incarnation; clear its store before adding it",
+                             peer.to_string(), s.index, resume, sealed_last));
+  uint64_t bn = s.end_bn;
+  if (resume < sealed_last) {
+    bn = s.first_bn;
+    while (bn < s.end_bn && desc(s, bn).last_seq() <= resume) ++bn;
+    if (bn == s.end_bn || desc(s, bn).first_seq > resume + 1) {
+      const uint64_t oldest =
+          s.first_bn < s.end_bn ? desc(s, s.first_bn).first_seq : sealed_last + 1;
+      return Error(
+          Errc::not_found,
+          fmt::format("follower {} needs shard {} from seq {} but this leader retains only "
+                      "seqs {}..{} in memory (retain_bytes = {}): it cannot be caught up "
+                      "from the retained window; restore it from a snapshot or raise "
+                      "retain_bytes",
+                      peer.to_string(), s.index, resume + 1, oldest, sealed_last,
+                      options_.retain_bytes));
+    }
+  }
+  if (conn->post_recvs(options_.queue_depth + 4) != transport::PostStatus::ok)
+    return Error(Errc::io_error, fmt::format("posting receives on the connection to follower {} "
+                                             "failed: {}",
+                                             peer.to_string(), conn->error().message()));
+  l.ring = conn->peer().regions[s.index];
+  l.large = conn->peer().regions[options_.shards + s.index];
+  l.conn = std::move(conn);
+  l.ring_space.reset();
+  l.inflight_head = l.inflight_count = 0;
+  l.large_busy = false;
+  l.stalled = false;
+  l.next_send_bn = bn;
+  l.acked_seq.store(resume, std::memory_order_release);
+  l.up.store(true, std::memory_order_release);
+  if (l.ever_connected) ChannelMetrics::add(metrics_.reconnects);
+  if (bn < s.end_bn && l.ever_connected)
+    ChannelMetrics::add(metrics_.batches_resent, s.end_bn - bn);
+  l.ever_connected = true;
+  send_pending(s);
+  return ok_status();
+}
+
+}  // namespace rdmarepl::replication::detail

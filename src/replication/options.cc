@@ -1,0 +1,103 @@
+#include "rdmarepl/replication/options.h"
+
+#include <fmt/format.h>
+
+#include "rdmarepl/replication/batch_format.h"
+#include "rdmarepl/replication/channel_metrics.h"
+#include "rdmarepl/replication/imm.h"
+#include "rdmarepl/replication/ticket.h"
+
+namespace rdmarepl::replication {
+
+std::string_view to_string(Role r) noexcept {
+  return r == Role::leader ? "leader" : "follower";
+}
+
+std::string_view to_string(TransportKind t) noexcept {
+  switch (t) {
+    case TransportKind::automatic:
+      return "auto";
+    case TransportKind::tcp:
+      return "tcp";
+    case TransportKind::verbs:
+      return "verbs";
+  }
+  return "?";
+}
+
+std::string_view to_string(AckMode m) noexcept {
+  switch (m) {
+    case AckMode::none:
+      return "none";
+    case AckMode::one:
+      return "one";
+    case AckMode::all:
+      return "all";
+    case AckMode::quorum:
+      return "quorum";
+  }
+  return "?";
+}
+
+std::string_view describe(WriteStatus s) noexcept {
+  switch (s) {
+    case WriteStatus::ok:
+      return "ok";
+    case WriteStatus::too_large:
+      return "key over 64 KiB or value over ChannelOptions::max_value_bytes";
+    case WriteStatus::stalled:
+      return "the retained window stayed full for stall_timeout: a follower is not acknowledging";
+    case WriteStatus::closed:
+      return "the channel is closed";
+    case WriteStatus::not_leader:
+      return "writes are only accepted by a leader channel";
+  }
+  return "?";
+}
+
+Status validate(const ChannelOptions& o) {
+  auto bad = [](std::string msg) { return Status(Error(Errc::invalid_argument, std::move(msg))); };
+  if (o.shards == 0 || o.shards > 1024)
+    return bad(
+        fmt::format("ChannelOptions::shards = {} is out of range; use 1..1024 (one "
+                    "connection per shard and follower)",
+                    o.shards));
+  if (o.ring_bytes % kBatchAlign != 0 || o.ring_bytes < 64 * 1024 || o.ring_bytes > kMaxRingBytes)
+    return bad(
+        fmt::format("ChannelOptions::ring_bytes = {} must be a multiple of 8 between 64 KiB "
+                    "and 8 GiB",
+                    o.ring_bytes));
+  if (o.batch_bytes < 256 || o.batch_bytes > o.ring_bytes / 4)
+    return bad(
+        fmt::format("ChannelOptions::batch_bytes = {} must be between 256 and ring_bytes/4 "
+                    "= {}; raise ring_bytes or lower batch_bytes",
+                    o.batch_bytes, o.ring_bytes / 4));
+  if (o.max_value_bytes > (uint64_t{1} << 31))
+    return bad(fmt::format("ChannelOptions::max_value_bytes = {} exceeds the 2 GiB limit",
+                           o.max_value_bytes));
+  if (o.queue_depth < 4 || o.queue_depth > 4096)
+    return bad(fmt::format("ChannelOptions::queue_depth = {} is out of range; use 4..4096",
+                           o.queue_depth));
+  if (o.role == Role::leader) {
+    if (o.peers.size() > kMaxFollowers)
+      return bad(fmt::format("{} followers configured; at most {} are supported", o.peers.size(),
+                             kMaxFollowers));
+    if (o.peers.empty() && o.ack_mode != AckMode::none)
+      return bad(
+          fmt::format("a leader with ack_mode={} needs at least one follower in "
+                      "ChannelOptions::peers (or use ack_mode=none)",
+                      to_string(o.ack_mode)));
+    const size_t large = single_record_batch_size(kMaxKeyBytes, o.max_value_bytes);
+    const size_t need = 2 * large + 2 * o.batch_bytes;
+    if (o.retain_bytes < need || o.retain_bytes % kBatchAlign != 0)
+      return bad(
+          fmt::format("ChannelOptions::retain_bytes = {} is too small: it must hold two of "
+                      "the largest records (max_value_bytes = {}) plus two batches, i.e. at "
+                      "least {} bytes (and be a multiple of 8); raise retain_bytes or lower "
+                      "max_value_bytes",
+                      o.retain_bytes, o.max_value_bytes, need));
+  }
+  return ok_status();
+}
+
+}  // namespace rdmarepl::replication
