@@ -1,0 +1,178 @@
+// Pure pieces of the replication API: immediates, shard mapping, the Store concept,
+// options validation, the handshake payloads and the histogram.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "hello.h"
+#include "rdmarepl/metrics/histogram.h"
+#include "rdmarepl/rdmarepl.h"
+#include "rdmarepl/replication/imm.h"
+#include "rdmarepl/replication/shard.h"
+
+using namespace rdmarepl::replication;
+
+namespace {
+
+struct GoodStore {
+  std::map<std::string, std::string> data;
+  void apply(const Record& r) {
+    if (r.op == Op::put) data[std::string(r.key)] = r.value;
+    else data.erase(std::string(r.key));
+  }
+  bool get(std::string_view k, std::string& out) {
+    auto it = data.find(std::string(k));
+    if (it == data.end()) return false;
+    out = it->second;
+    return true;
+  }
+};
+struct NoApply {
+  void put(std::string_view, std::string_view) {}
+};
+struct WrongApply {
+  void apply(int) {}
+};
+struct Snap {
+  void apply(const Record&) {}
+  rdmarepl::Status snapshot(SnapshotWriter&) { return {}; }
+  rdmarepl::Status restore(SnapshotReader&) { return {}; }
+};
+
+}  // namespace
+
+// The concept rejects stores without the hook; ReplicationChannel<NoApply> would fail with
+// the static_assert's message.
+static_assert(Store<GoodStore>);
+static_assert(!Store<NoApply>);
+static_assert(!Store<WrongApply>);
+static_assert(ReadableStore<GoodStore>);
+static_assert(!ReadableStore<Snap>);
+static_assert(SnapshottableStore<Snap>);
+static_assert(!SnapshottableStore<GoodStore>);
+
+TEST_CASE("immediates carry kind and argument", "[imm]") {
+  for (auto kind : {ImmKind::ring_batch, ImmKind::large_batch, ImmKind::ack}) {
+    for (uint32_t arg : {0u, 1u, 12345u, kImmArgMask}) {
+      const uint32_t imm = make_imm(kind, arg);
+      CHECK(imm_kind(imm) == kind);
+      CHECK(imm_arg(imm) == arg);
+    }
+  }
+  CHECK(imm_arg(make_imm(ImmKind::ack, kImmArgMask + 5)) == 4);  // only the low 30 bits travel
+}
+
+TEST_CASE("a 30-bit seq widens back to the full seq near the reference", "[imm]") {
+  const uint64_t span = uint64_t{1} << kImmArgBits;
+  for (uint64_t ref : {uint64_t{0}, uint64_t{5}, span - 3, span, span + 7, 5 * span + 100}) {
+    for (int64_t delta : {0, 1, 1000, 100000, -1, -50}) {
+      if (delta < 0 && static_cast<uint64_t>(-delta) > ref) continue;
+      const uint64_t seq = ref + static_cast<uint64_t>(delta);
+      INFO("ref " << ref << " delta " << delta);
+      CHECK(widen_seq(static_cast<uint32_t>(seq & kImmArgMask), ref) == seq);
+    }
+  }
+}
+
+TEST_CASE("a key always maps to the same shard and keys spread over shards", "[shard]") {
+  CHECK(shard_of("user:42", 8) == shard_of("user:42", 8));
+  CHECK(fnv1a64("") == 0xcbf29ce484222325ull);  // FNV-1a offset basis: stable across builds
+  CHECK(fnv1a64("a") == 0xaf63dc4c8601ec8cull);
+  std::map<uint32_t, int> counts;
+  for (int i = 0; i < 8000; ++i) ++counts[shard_of("key" + std::to_string(i), 8)];
+  REQUIRE(counts.size() == 8);
+  for (auto& [shard, n] : counts) {
+    INFO("shard " << shard);
+    CHECK(n > 700);  // 1000 expected; a broken hash puts everything on a few shards
+    CHECK(n < 1300);
+  }
+  CHECK(shard_of("anything", 1) == 0);
+}
+
+TEST_CASE("options validation names the field and the fix", "[options]") {
+  ChannelOptions o;
+  o.peers = {{"127.0.0.1", 1}};
+  REQUIRE(validate(o).ok());
+  SECTION("zero shards") {
+    o.shards = 0;
+    auto st = validate(o);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().message().find("shards") != std::string::npos);
+  }
+  SECTION("batch larger than a quarter ring") {
+    o.batch_bytes = o.ring_bytes;
+    auto st = validate(o);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().message().find("batch_bytes") != std::string::npos);
+  }
+  SECTION("window too small for the largest value") {
+    o.retain_bytes = 1 << 20;
+    auto st = validate(o);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().message().find("retain_bytes") != std::string::npos);
+    CHECK(st.error().is(rdmarepl::Errc::invalid_argument));
+  }
+  SECTION("ack mode without followers") {
+    o.peers.clear();
+    CHECK_FALSE(validate(o).ok());
+    o.ack_mode = AckMode::none;
+    CHECK(validate(o).ok());
+  }
+  SECTION("a follower needs no window") {
+    o.role = Role::follower;
+    o.retain_bytes = 0;
+    CHECK(validate(o).ok());
+  }
+}
+
+TEST_CASE("handshake payloads round-trip and reject garbage", "[hello]") {
+  using namespace rdmarepl::replication::detail;
+  LeaderHello lh{3, 8, 256, 1 << 22, 1 << 24};
+  auto l = parse_leader_hello(encode(lh), "peer");
+  REQUIRE(l.ok());
+  CHECK(l->shard == 3);
+  CHECK(l->shard_count == 8);
+  CHECK(l->queue_depth == 256);
+  CHECK(l->ring_bytes == (1u << 22));
+  CHECK(l->large_bytes == (1u << 24));
+  FollowerHello fh{2, 256, 1 << 22, 1 << 24, {17, 0}};
+  auto f = parse_follower_hello(encode(fh), "peer");
+  REQUIRE(f.ok());
+  CHECK(f->applied == std::vector<uint64_t>{17, 0});
+
+  auto bytes = encode(lh);
+  bytes[0] = 'X';
+  CHECK(parse_leader_hello(bytes, "peer").error().is(rdmarepl::Errc::protocol_error));
+  CHECK_FALSE(parse_leader_hello(encode(lh).substr(1), "peer").ok());
+  LeaderHello out_of_range{9, 8, 1, 1, 1};
+  CHECK_FALSE(parse_leader_hello(encode(out_of_range), "peer").ok());
+  auto fb = encode(fh);
+  fb.pop_back();
+  CHECK_FALSE(parse_follower_hello(fb, "peer").ok());
+  CHECK_FALSE(parse_follower_hello(encode(lh), "peer").ok());
+}
+
+TEST_CASE("histogram buckets bound values within 12.5% and report percentiles", "[metrics]") {
+  using rdmarepl::metrics::Histogram;
+  for (uint64_t v : {0ull, 1ull, 7ull, 8ull, 9ull, 100ull, 1000ull, 123456789ull, ~0ull}) {
+    const unsigned b = Histogram::bucket_of(v);
+    REQUIRE(b < Histogram::kBuckets);
+    CHECK(Histogram::bucket_upper(b) >= v);
+    if (v >= 8) CHECK(static_cast<double>(Histogram::bucket_upper(b) - v) <= 0.125 * static_cast<double>(v));
+    if (b > 0) CHECK(Histogram::bucket_upper(b - 1) < v);
+  }
+  Histogram h;
+  for (uint64_t i = 1; i <= 1000; ++i) h.record(i * 1000);
+  auto s = h.snapshot();
+  CHECK(s.count == 1000);
+  CHECK(s.max == 1'000'000);
+  CHECK(s.p50() >= 500'000);
+  CHECK(s.p50() <= 570'000);
+  CHECK(s.p99() >= 990'000);
+  CHECK(s.p999() == 1'000'000);
+  CHECK(s.mean() == Approx(500'500.0));
+  h.reset();
+  CHECK(h.snapshot().p99() == 0);
+}
