@@ -179,9 +179,10 @@ Result<std::optional<CheckpointReader>> load_newest_checkpoint(const std::string
     auto r = CheckpointReader::open(path);
     if (r && r->seq() == *it) return std::optional<CheckpointReader>(std::move(*r));
     if (!r && !r.error().is(Errc::corrupt)) return std::move(r).error();
-    log::warn("wal: {}", r ? fmt::format("checkpoint {} names seq {} inside", path, r->seq())
-                           : r.error().message());
-    if (reporter != nullptr) {
+    if (reporter == nullptr) {
+      log::warn("wal: {}", r ? fmt::format("checkpoint {} names seq {} inside", path, r->seq())
+                             : r.error().message());
+    } else {
       uint64_t bytes = 0;
       if (auto f = File::open(path, O_RDONLY)) {
         if (auto s = f->size()) bytes = *s;

@@ -43,7 +43,8 @@ Result<uint64_t> seal_recovered(const std::string& dir, const ReadEnd& end,
   } else if (!end.sealed) {
     auto f = File::open(path, O_RDWR);
     if (!f) return std::move(f).error();
-    RDMAREPL_TRY(seal_segment(*f, end.end_offset));
+    RDMAREPL_TRY(
+        seal_segment(*f, end.end_offset, end.end_min_seq, end.end_max_seq, end.end_frames));
   }
   RDMAREPL_TRY(sync_dir(dir));
   return next;
@@ -82,7 +83,6 @@ Result<std::unique_ptr<Log>> Log::open(const std::string& dir, LogOptions option
     RDMAREPL_TRY(handler.replay(f));
     ++info.frames_replayed;
     info.records_replayed += f.record_count;
-    info.last_seq = std::max(info.last_seq, f.last_seq);
   }
   info.end = reader->end();
   const ReadEnd& end = info.end;
@@ -97,10 +97,8 @@ Result<std::unique_ptr<Log>> Log::open(const std::string& dir, LogOptions option
   auto next_segment = seal_recovered(dir, end, reader->segments());
   if (!next_segment) return std::move(next_segment).error();
 
-  uint64_t next_seq = 0;
-  if (end.any_frame || end.last_seq > 0) next_seq = end.last_seq + 1;
-  if (info.had_checkpoint) next_seq = std::max(next_seq, info.checkpoint_seq + 1);
-  if (end.any_frame) info.last_seq = std::max(info.last_seq, end.last_seq);
+  if (end.any_frame) info.last_seq = std::max(info.last_seq, end.max_seq);
+  const uint64_t next_seq = info.last_seq + (end.any_frame || info.had_checkpoint ? 1 : 0);
 
   auto w = Writer::create(dir, *next_segment, next_seq, options.writer);
   if (!w) return std::move(w).error();
@@ -133,18 +131,25 @@ Status Log::remove_obsolete() {
   }
   std::sort(segments.begin(), segments.end());
   const uint64_t current = writer_->current_segment();
-  // Segment i is wholly covered when segment i+1 starts at or below floor + 1.
-  for (size_t i = 0; i + 1 < segments.size() && segments[i] < current; ++i) {
-    auto f = File::open(join_path(dir_, segment_file_name(segments[i + 1])), O_RDONLY);
+  // A sealed segment ends with its end frame, which names the highest seq inside; it is
+  // wholly covered when that seq is at or below the oldest kept checkpoint. Only a prefix
+  // of the segments is deleted: a gap would read as a missing segment.
+  for (uint64_t n : segments) {
+    if (n >= current) break;
+    const std::string path = join_path(dir_, segment_file_name(n));
+    auto f = File::open(path, O_RDONLY);
     if (!f) return std::move(f).error();
-    uint8_t hdr[kSegmentHeaderSize];
-    auto n = f->read_at(0, hdr);
-    if (!n) return std::move(n).error();
-    SegmentHeader h;
-    if (*n < kSegmentHeaderSize || decode_segment_header(hdr, &h) != HeaderCheck::ok ||
-        h.first_seq > floor + 1)
+    auto size = f->size();
+    if (!size) return std::move(size).error();
+    if (*size < kSegmentHeaderSize + kFrameHeaderSize) break;
+    uint8_t end[kFrameHeaderSize];
+    auto got = f->read_at(*size - kFrameHeaderSize, end);
+    if (!got) return std::move(got).error();
+    const FrameHeader h = FrameHeader::decode(end);
+    if (*got != kFrameHeaderSize || !frame_crc_ok(end, 0) || h.type != FrameType::end ||
+        h.length != 0 || (h.record_count > 0 && h.last_seq > floor))
       break;
-    RDMAREPL_TRY(remove_file(join_path(dir_, segment_file_name(segments[i]))));
+    RDMAREPL_TRY(remove_file(path));
   }
   return sync_dir(dir_);
 }

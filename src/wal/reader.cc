@@ -85,24 +85,24 @@ Result<bool> LogReader::next(Frame* out) {
         break;
       }
       RDMAREPL_TRY(load(index_));
-      seg_ = SegmentReader(buf_, segments_[index_], min_seq_);
+      seg_ = SegmentReader(buf_, segments_[index_]);
       loaded_ = true;
     }
     const bool last = index_ + 1 == segments_.size();
     const auto step = seg_.next(out);
     if (step == SegmentReader::Step::frame) {
+      end_.max_seq = end_.any_frame ? std::max(end_.max_seq, out->last_seq) : out->last_seq;
       end_.any_frame = true;
-      end_.last_seq = out->last_seq;
       return true;
     }
     end_.end_segment = segments_[index_];
     end_.end_offset = seg_.valid_end();
     end_.end_header_valid = seg_.valid_end() >= kSegmentHeaderSize;
     end_.sealed = step == SegmentReader::Step::end_frame;
-    if (!end_.any_frame && end_.end_header_valid && seg_.header().first_seq > 0)
-      end_.last_seq = seg_.header().first_seq - 1;
+    end_.end_min_seq = seg_.min_seq();
+    end_.end_max_seq = seg_.max_seq();
+    end_.end_frames = seg_.frames();
     if (step == SegmentReader::Step::end_frame) {
-      min_seq_ = seg_.saw_frame() ? seg_.last_seq() + 1 : seg_.header().first_seq;
       ++index_;
       loaded_ = false;
       continue;

@@ -19,7 +19,7 @@ const char* to_string(DamageReason r) noexcept {
     case DamageReason::bad_type:
       return "bad frame type";
     case DamageReason::bad_seq:
-      return "sequence numbers out of order";
+      return "first_seq above last_seq";
     case DamageReason::missing_end:
       return "segment ends without its end frame";
     case DamageReason::missing_segment:

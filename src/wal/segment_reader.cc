@@ -10,18 +10,12 @@ bool all_zero(const uint8_t* p, size_t n) noexcept {
 }
 }  // namespace
 
-SegmentReader::SegmentReader(std::span<const uint8_t> bytes, uint64_t segment_number,
-                             uint64_t min_seq) noexcept
-    : in_(bytes),
-      number_(segment_number),
-      min_seq_(min_seq),
-      last_seq_(min_seq == 0 ? 0 : min_seq - 1) {}
-
 uint64_t SegmentReader::damaged_bytes() const noexcept {
-  if (off_ >= in_.size()) return done_ == Step::damaged ? 1 : 0;
+  const uint64_t floor = done_ == Step::damaged ? 1 : 0;
+  if (off_ >= in_.size()) return floor;
   size_t last = in_.size();
   while (last > off_ && in_[last - 1] == 0) --last;
-  return std::max<uint64_t>(last - off_, done_ == Step::damaged ? 1 : 0);
+  return std::max<uint64_t>(last - off_, floor);
 }
 
 SegmentReader::Step SegmentReader::next(Frame* out) noexcept {
@@ -32,8 +26,6 @@ SegmentReader::Step SegmentReader::next(Frame* out) noexcept {
         decode_segment_header(in_.data(), &header_) != HeaderCheck::ok ||
         header_.segment_number != number_)
       return fail(DamageReason::bad_segment_header);
-    if (header_.first_seq < min_seq_) return fail(DamageReason::bad_seq);
-    min_seq_ = header_.first_seq;
     off_ = kSegmentHeaderSize;
   }
   const size_t left = in_.size() - off_;
@@ -56,9 +48,7 @@ SegmentReader::Step SegmentReader::next(Frame* out) noexcept {
     return done_ = Step::end_frame;
   }
   if (h.type != FrameType::batch) return fail(DamageReason::bad_type);
-  if (h.first_seq > h.last_seq || h.first_seq < min_seq_ ||
-      (saw_frame_ && h.first_seq <= last_seq_))
-    return fail(DamageReason::bad_seq);
+  if (h.first_seq > h.last_seq) return fail(DamageReason::bad_seq);
   out->segment = number_;
   out->offset = off_;
   out->first_seq = h.first_seq;
@@ -66,8 +56,9 @@ SegmentReader::Step SegmentReader::next(Frame* out) noexcept {
   out->record_count = h.record_count;
   out->payload = in_.subspan(off_ + kFrameHeaderSize, h.length);
   off_ += kFrameHeaderSize + h.length;
-  last_seq_ = h.last_seq;
-  saw_frame_ = true;
+  min_seq_ = frames_ == 0 ? h.first_seq : std::min(min_seq_, h.first_seq);
+  max_seq_ = frames_ == 0 ? h.last_seq : std::max(max_seq_, h.last_seq);
+  ++frames_;
   return Step::frame;
 }
 

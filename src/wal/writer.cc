@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "rdmarepl/core/log.h"
@@ -21,10 +23,14 @@ const char* to_string(Durability d) noexcept {
   return "unknown";
 }
 
-Status seal_segment(const File& f, uint64_t offset) {
+Status seal_segment(const File& f, uint64_t offset, uint64_t min_seq, uint64_t max_seq,
+                    uint32_t frames) {
   uint8_t hdr[kFrameHeaderSize] = {};
   FrameHeader h;
   h.type = FrameType::end;
+  h.record_count = frames;
+  h.first_seq = min_seq;
+  h.last_seq = max_seq;
   h.encode(hdr, hdr);  // length 0: the payload pointer is not read
   RDMAREPL_TRY(f.write_at(offset, std::span<const uint8_t>(hdr)));
   RDMAREPL_TRY(f.truncate(offset + kFrameHeaderSize));
@@ -52,8 +58,6 @@ Result<std::unique_ptr<Writer>> Writer::create(std::string dir, uint64_t segment
   {
     std::unique_lock lk(w->mu_);
     w->next_seq_ = next_seq;
-    w->written_seq_ = next_seq == 0 ? 0 : next_seq - 1;
-    w->durable_seq_.store(w->written_seq_, std::memory_order_release);
     RDMAREPL_TRY(w->open_segment(segment_number, next_seq));
   }
   if (options.durability == Durability::interval)
@@ -88,6 +92,8 @@ Status Writer::open_segment(uint64_t number, uint64_t first_seq) {
   file_ = std::move(*f);
   segment_ = number;
   offset_ = kSegmentHeaderSize;
+  seg_min_seq_ = seg_max_seq_ = 0;
+  seg_frames_ = 0;
   return ok_status();
 }
 
@@ -103,10 +109,10 @@ Status Writer::fail(Error e) {
 
 Status Writer::seal_current(std::unique_lock<std::mutex>& lk) {
   while (syncing_) cv_.wait(lk);
-  if (auto st = seal_segment(file_, offset_); !st) return fail(std::move(st).error());
+  if (auto st = seal_segment(file_, offset_, seg_min_seq_, seg_max_seq_, seg_frames_); !st)
+    return fail(std::move(st).error());
   // Everything written so far was in this segment (earlier ones were sealed the same way).
   durable_lsn_.store(written_, std::memory_order_release);
-  durable_seq_.store(written_seq_, std::memory_order_release);
   cv_.notify_all();
   return ok_status();
 }
@@ -146,12 +152,6 @@ Result<Lsn> Writer::append(std::span<const uint8_t> batch, uint64_t first_seq, u
     std::unique_lock lk(mu_);
     if (failed_) return error_;
     if (closed_) return Error(Errc::closed, fmt::format("WAL writer of {} is closed", dir_));
-    if (first_seq < next_seq_) {
-      return Error(Errc::invalid_argument,
-                   fmt::format("WAL batch first_seq {} is not after the previous batch (next "
-                               "allowed seq {}): append batches in seq order",
-                               first_seq, next_seq_));
-    }
     if (offset_ + frame > options_.segment_size && offset_ > kSegmentHeaderSize)
       RDMAREPL_TRY(rotate(lk));
     const iovec iov[2] = {{hdr, kFrameHeaderSize},
@@ -163,8 +163,10 @@ Result<Lsn> Writer::append(std::span<const uint8_t> batch, uint64_t first_seq, u
     }
     offset_ += frame;
     written_ += frame;
-    written_seq_ = last_seq;
-    next_seq_ = last_seq + 1;
+    seg_min_seq_ = seg_frames_ == 0 ? first_seq : std::min(seg_min_seq_, first_seq);
+    seg_max_seq_ = seg_frames_ == 0 ? last_seq : std::max(seg_max_seq_, last_seq);
+    ++seg_frames_;
+    next_seq_ = std::max(next_seq_, last_seq + 1);
     ++stats_.appends;
     stats_.records += record_count;
     stats_.bytes += frame;
@@ -190,7 +192,6 @@ Status Writer::wait_durable(Lsn lsn) {
     // including frames of appenders now waiting on cv_.
     syncing_ = true;
     const Lsn target = written_;
-    const uint64_t seq = written_seq_;
     lk.unlock();
     auto st = file_.sync_data();  // rotate/close wait for !syncing_, so file_ stays put
     lk.lock();
@@ -199,7 +200,6 @@ Status Writer::wait_durable(Lsn lsn) {
     if (!st) return fail(std::move(st).error());
     if (target > durable_lsn_.load(std::memory_order_relaxed)) {
       durable_lsn_.store(target, std::memory_order_release);
-      durable_seq_.store(seq, std::memory_order_release);
     }
     cv_.notify_all();
   }
@@ -229,7 +229,8 @@ Status Writer::close() {
   std::unique_lock lk(mu_);
   if (closed_) return failed_ ? Status(error_) : ok_status();
   closed_ = true;
-  Status st = failed_ ? Status(error_) : seal_current(lk);
+  // A writer whose first segment could not be created has nothing to seal.
+  Status st = failed_ ? Status(error_) : file_.is_open() ? seal_current(lk) : ok_status();
   if (auto c = file_.close(); st.ok() && !c.ok()) st = std::move(c);
   cv_.notify_all();
   return st;

@@ -31,12 +31,16 @@ inline constexpr uint32_t kMaxFramePayload = 64u << 20;
 enum class FrameType : uint8_t {
   zero = 0,   // never written: preallocated space (all header bytes are zero)
   batch = 1,  // one encoded batch of records
-  end = 2,    // last frame of a completed segment: the log continues in the next one
+  end = 2,    // last frame of a completed segment: the log continues in the next one;
+              // its first_seq/last_seq are the lowest/highest seq of the segment's
+              // batches and record_count the number of batch frames
 };
 
 struct SegmentHeader {
   uint64_t segment_number = 0;
-  uint64_t first_seq = 0;  // every batch in this segment has first_seq >= this value
+  // The highest seq appended before this segment was created, plus one (informational:
+  // batches may arrive in any seq order, see docs/wal_format.md).
+  uint64_t first_seq = 0;
 
   void encode(uint8_t* out) const noexcept {
     store_be32(out, kSegmentMagic);

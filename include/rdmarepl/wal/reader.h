@@ -26,10 +26,15 @@ struct ReadEnd {
   uint64_t end_offset = 0;
   bool end_header_valid = false;  // end_segment's header is intact
   bool sealed = false;            // the valid prefix ends with an end frame
-  bool damaged = false;           // something was reported
-  bool damaged_mid_log = false;   // ... and it was not a torn tail of the last segment
-  uint64_t last_seq = 0;          // of the last valid batch (or min_seq - 1)
+  // Batches of end_segment inside the valid prefix: lowest/highest seq and count, what
+  // its end frame must carry when recovery seals it.
+  uint64_t end_min_seq = 0;
+  uint64_t end_max_seq = 0;
+  uint32_t end_frames = 0;
+  bool damaged = false;          // something was reported
+  bool damaged_mid_log = false;  // ... and it was not a torn tail of the last segment
   bool any_frame = false;
+  uint64_t max_seq = 0;  // highest last_seq of all valid batches
   uint64_t bytes_dropped = 0;
 };
 
@@ -59,8 +64,7 @@ class LogReader {
   bool finished_ = false;
   std::string path_;
   std::vector<uint8_t> buf_;
-  SegmentReader seg_{{}, 0, 0};
-  uint64_t min_seq_ = 0;
+  SegmentReader seg_{{}, 0};
   ReadEnd end_;
 };
 

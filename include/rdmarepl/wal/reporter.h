@@ -13,7 +13,7 @@ enum class DamageReason : uint8_t {
   bad_length,          // a frame's length exceeds kMaxFramePayload or runs past end of file
   bad_checksum,        // a frame's CRC does not match its bytes
   bad_type,            // a checksummed frame has an unknown type (or an end frame a payload)
-  bad_seq,             // a checksummed frame's seq range is empty or not after the previous one
+  bad_seq,             // a checksummed batch frame has first_seq > last_seq
   missing_end,         // a segment that is not the last stops without its end frame
   missing_segment,     // a segment number between the first and the last has no file
   garbage_after_end,   // non-zero bytes after the last frame (inside preallocated space)

@@ -30,10 +30,11 @@ class SegmentReader {
     damaged,      // see damage_reason(); valid_end() is where the damage starts
   };
 
-  // `bytes` is the whole segment file. `min_seq`: every batch must have first_seq >= it
-  // (the previous segment's last seq + 1, or 0).
-  SegmentReader(std::span<const uint8_t> bytes, uint64_t segment_number, uint64_t min_seq) noexcept;
+  // `bytes` is the whole segment file; its header must name `segment_number`.
+  SegmentReader(std::span<const uint8_t> bytes, uint64_t segment_number) noexcept
+      : in_(bytes), number_(segment_number) {}
 
+  // After end_frame, end_of_data or damaged, every further call returns the same step.
   Step next(Frame* out) noexcept;
 
   [[nodiscard]] const SegmentHeader& header() const noexcept { return header_; }
@@ -42,9 +43,10 @@ class SegmentReader {
   [[nodiscard]] DamageReason damage_reason() const noexcept { return reason_; }
   // Bytes from valid_end() to the last non-zero byte of the file (at least 1 when damaged).
   [[nodiscard]] uint64_t damaged_bytes() const noexcept;
-  // Last seq of the last batch returned, or min_seq - 1 before any (0 if min_seq is 0).
-  [[nodiscard]] uint64_t last_seq() const noexcept { return last_seq_; }
-  [[nodiscard]] bool saw_frame() const noexcept { return saw_frame_; }
+  // Over the batches returned so far: lowest first_seq, highest last_seq, frame count.
+  [[nodiscard]] uint64_t min_seq() const noexcept { return min_seq_; }
+  [[nodiscard]] uint64_t max_seq() const noexcept { return max_seq_; }
+  [[nodiscard]] uint32_t frames() const noexcept { return frames_; }
 
  private:
   Step fail(DamageReason r) noexcept {
@@ -55,11 +57,11 @@ class SegmentReader {
 
   std::span<const uint8_t> in_;
   uint64_t number_;
-  uint64_t min_seq_;
   SegmentHeader header_;
   uint64_t off_ = 0;
-  uint64_t last_seq_ = 0;
-  bool saw_frame_ = false;
+  uint64_t min_seq_ = 0;
+  uint64_t max_seq_ = 0;
+  uint32_t frames_ = 0;
   bool started_ = false;
   Step done_ = Step::frame;  // frame means "not finished"
   DamageReason reason_ = DamageReason::bad_checksum;

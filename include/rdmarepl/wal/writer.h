@@ -50,7 +50,7 @@ struct WriterStats {
 class Writer {
  public:
   // Creates segment `segment_number` in `dir` (which must exist) and appends from there.
-  // Batches must have first_seq >= next_seq.
+  // `next_seq` (the highest seq already in the log + 1) goes into the segment header.
   static Result<std::unique_ptr<Writer>> create(std::string dir, uint64_t segment_number,
                                                 uint64_t next_seq, WriterOptions options);
   Writer(const Writer&) = delete;
@@ -59,9 +59,10 @@ class Writer {
   ~Writer();
 
   // Frames `batch` (an already-encoded batch; its bytes are written as they are) and
-  // appends it. Requires first_seq <= last_seq, first_seq greater than the last seq of
-  // the previous append, and batch.size() <= kMaxFramePayload. With Durability::batch it
-  // returns once the frame is durable. Thread-safe.
+  // appends it. Requires first_seq <= last_seq and batch.size() <= kMaxFramePayload.
+  // Batches may come in any seq order (several shards share one log); the log keeps
+  // append order. With Durability::batch it returns once the frame is durable.
+  // Thread-safe.
   Result<Lsn> append(std::span<const uint8_t> batch, uint64_t first_seq, uint64_t last_seq,
                      uint32_t record_count);
 
@@ -74,10 +75,6 @@ class Writer {
     return durable_lsn_.load(std::memory_order_acquire);
   }
   [[nodiscard]] Lsn written_lsn() const noexcept;
-  // Last seq of the newest durable frame (or next_seq - 1 when none).
-  [[nodiscard]] uint64_t durable_seq() const noexcept {
-    return durable_seq_.load(std::memory_order_acquire);
-  }
   [[nodiscard]] uint64_t current_segment() const noexcept;
   [[nodiscard]] WriterStats stats() const noexcept;
 
@@ -100,23 +97,27 @@ class Writer {
   File file_;
   uint64_t segment_ = 0;
   uint64_t offset_ = 0;    // next write position in file_
-  uint64_t next_seq_ = 0;  // smallest first_seq the next append may carry
+  uint64_t next_seq_ = 0;  // highest seq appended + 1: the next segment header's first_seq
+  // Batches in the current segment: lowest/highest seq and count, for its end frame.
+  uint64_t seg_min_seq_ = 0;
+  uint64_t seg_max_seq_ = 0;
+  uint32_t seg_frames_ = 0;
   Lsn written_ = 0;
-  uint64_t written_seq_ = 0;  // last seq written
-  bool syncing_ = false;      // a group-commit fdatasync is in flight (mu_ released)
+  bool syncing_ = false;  // a group-commit fdatasync is in flight (mu_ released)
   bool closed_ = false;
   bool failed_ = false;  // a write or sync failed: the log refuses further appends
   Error error_;
   WriterStats stats_;
   std::atomic<Lsn> durable_lsn_{0};
-  std::atomic<uint64_t> durable_seq_{0};
 
   bool stop_ = false;
   std::thread flusher_;
 };
 
-// Writes an end frame at `offset` of the segment file `f`, drops everything after it and
-// syncs: the segment is complete. Used on rotation and when reopening after recovery.
-Status seal_segment(const File& f, uint64_t offset);
+// Writes an end frame at `offset` of the segment file `f` (carrying the lowest/highest seq
+// and the number of the segment's batches), drops everything after it and syncs: the
+// segment is complete. Used on rotation and when reopening after recovery.
+Status seal_segment(const File& f, uint64_t offset, uint64_t min_seq, uint64_t max_seq,
+                    uint32_t frames);
 
 }  // namespace rdmarepl::wal
