@@ -184,3 +184,15 @@ TEST_CASE("writer: what is written survives a crash of the process", "[wal][writ
   CHECK(rep.damages.empty());
   CHECK_FALSE(end.sealed);
 }
+
+TEST_CASE("writer: a std::byte batch is framed byte for byte", "[wal][writer]") {
+  TempDir dir;
+  const std::vector<uint8_t> raw = {0, 1, 2, 0xfe, 0xff};
+  {
+    auto w = make_writer(dir, {.durability = Durability::none});
+    REQUIRE(w->append(std::as_bytes(std::span<const uint8_t>(raw)), 3, 4, 2).ok());
+  }
+  auto frames = read_all(dir.path(), nullptr);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].payload == raw);
+}

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -65,6 +66,13 @@ class Writer {
   // Thread-safe.
   Result<Lsn> append(std::span<const uint8_t> batch, uint64_t first_seq, uint64_t last_seq,
                      uint32_t record_count);
+  // The same for a batch held as std::byte (replication's registered buffers).
+  Result<Lsn> append(std::span<const std::byte> batch, uint64_t first_seq, uint64_t last_seq,
+                     uint32_t record_count) {
+    return append(
+        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(batch.data()), batch.size()),
+        first_seq, last_seq, record_count);
+  }
 
   // Returns once every frame up to ticket `lsn` is durable, syncing if no sync in flight
   // covers it. Works under every durability policy. Thread-safe.
