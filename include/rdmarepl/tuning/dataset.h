@@ -1,0 +1,29 @@
+// The training dataset: Samples as CSV with a header. The columns are feature_names() followed
+// by the two outcome columns; the format is documented in docs/tuning.md so that any producer
+// (the bench driver's sweeps, a live system's sample log) can write it.
+#pragma once
+
+#include <iosfwd>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "rdmarepl/core/result.h"
+#include "rdmarepl/tuning/tuner.h"
+
+namespace rdmarepl::tuning {
+
+// "window_s,lat_p50_us,...,pool_bytes,out_bytes_per_s,out_p99_us" (no newline).
+std::string dataset_header();
+
+// Writes the header and one line per sample. Missing optional values are empty cells.
+void write_dataset(std::ostream& out, std::span<const Sample> samples);
+Status write_dataset(const std::string& path, std::span<const Sample> samples);
+
+// Reads a dataset. Columns are matched by name, so their order is free and unknown extra
+// columns are ignored; every column of dataset_header() must be present. An empty cell (or
+// "nan") in an optional column means missing. Errors name the file, line and column.
+Result<std::vector<Sample>> read_dataset(std::istream& in, const std::string& origin);
+Result<std::vector<Sample>> read_dataset(const std::string& path);
+
+}  // namespace rdmarepl::tuning
