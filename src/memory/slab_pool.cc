@@ -178,7 +178,7 @@ Status SlabPool::grow(size_t bytes) {
 // ----------------------------------------------------------------------------- slow paths
 
 ThreadCache* SlabPool::local_cache() noexcept {
-  auto& slot = detail::tls_slots[id_ % detail::kTlsSlots];
+  auto& slot = detail::tls_slots[slot_index()];
   if (slot.pool_id == id_) return slot.cache;
   auto* state = detail::ThreadStateAccess::state();
   if (state == nullptr) return nullptr;
@@ -218,25 +218,24 @@ void SlabPool::detach_cache(ThreadCache* tc) noexcept {
   tc->attached = false;
 }
 
-Buffer SlabPool::alloc_slow(size_t size) noexcept {
-  const unsigned cls = class_of(size);
+FreeChunk* SlabPool::alloc_slow(unsigned cls) noexcept {
   if (cls >= kNumClasses) {
     counters_->add(counters_->failed_allocations);
-    return {};
+    return nullptr;
   }
   ThreadCache* tc = local_cache();
   if (tc != nullptr) {
     auto& c = tc->classes[cls];
     if (c.count == 0 && refill(*tc, cls) == 0) {
       counters_->add(counters_->failed_allocations);
-      return {};
+      return nullptr;
     }
     FreeChunk& chunk = c.list.front();
     c.list.pop_front();
     --c.count;
     c.allocations.store(c.allocations.load(std::memory_order_relaxed) + 1,
                         std::memory_order_relaxed);
-    return make_buffer(chunk, size, cls);
+    return &chunk;
   }
   // An exiting thread: take one chunk straight from the shared list.
   FreeList one;
@@ -255,12 +254,12 @@ Buffer SlabPool::alloc_slow(size_t size) noexcept {
   }
   if (one.empty()) {
     counters_->add(counters_->failed_allocations);
-    return {};
+    return nullptr;
   }
   uncached_allocations_[cls].fetch_add(1, std::memory_order_relaxed);
   FreeChunk& chunk = one.front();
   one.pop_front();
-  return make_buffer(chunk, size, cls);
+  return &chunk;
 }
 
 void SlabPool::release_slow(std::byte* p, ArenaState* arena, unsigned cls) noexcept {
@@ -427,7 +426,7 @@ size_t SlabPool::reclaim_idle(uint64_t now_ns) {
 }
 
 void SlabPool::flush_thread_cache() noexcept {
-  auto& slot = detail::tls_slots[id_ % detail::kTlsSlots];
+  auto& slot = detail::tls_slots[slot_index()];
   ThreadCache* tc = slot.pool_id == id_ ? slot.cache : nullptr;
   if (tc == nullptr) {
     auto* state = detail::ThreadStateAccess::state();

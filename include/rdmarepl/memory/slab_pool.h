@@ -62,7 +62,7 @@ struct PoolOptions {
   }
 };
 
-class SlabPool {
+class alignas(kCacheLine) SlabPool {
  public:
   // Maps and registers the initial arenas. `counters` and `table` may be null; if given they
   // must outlive the pool. Every arena is added to `table` while it exists.
@@ -101,7 +101,14 @@ class SlabPool {
            TranslationTable* table);
 
   inline void release(std::byte* p, detail::ArenaState* arena, unsigned cls) noexcept;
-  Buffer alloc_slow(size_t size) noexcept;
+  // The TLS slot memoising this pool's cache. Derived from the object's address (the class
+  // is cache-line aligned) rather than loaded from a member, so that finding the cache is
+  // not one more dependent load; a slot still belongs to a pool only if it holds its id_.
+  size_t slot_index() const noexcept {
+    return (reinterpret_cast<uintptr_t>(this) / kCacheLine) % detail::kTlsSlots;
+  }
+  // A chunk of class `cls` (counted as allocated), or null (counted as failed).
+  detail::FreeChunk* alloc_slow(unsigned cls) noexcept;
   void release_slow(std::byte* p, detail::ArenaState* arena, unsigned cls) noexcept;
 
   detail::ThreadCache* local_cache() noexcept;  // attaches; null while the thread exits
@@ -116,7 +123,7 @@ class SlabPool {
   Buffer make_buffer(detail::FreeChunk& chunk, size_t size, unsigned cls) noexcept {
     detail::ArenaState* a = chunk.arena;
     return Buffer(reinterpret_cast<std::byte*>(&chunk), this, a, static_cast<uint32_t>(size),
-                  a->keys, static_cast<uint8_t>(cls));
+                  static_cast<uint8_t>(cls));
   }
 
   const uint64_t id_;
@@ -142,23 +149,27 @@ class SlabPool {
 
 inline Buffer SlabPool::alloc(size_t size) noexcept {
   const unsigned cls = class_of(size);
-  const auto& slot = detail::tls_slots[id_ % detail::kTlsSlots];
-  if (RDMAREPL_LIKELY(slot.pool_id == id_ && cls < kNumClasses)) {
+  const auto& slot = detail::tls_slots[slot_index()];
+  detail::FreeChunk* chunk;
+  if (RDMAREPL_LIKELY(slot.pool_id == id_ && cls < kNumClasses &&
+                      slot.cache->classes[cls].count != 0)) {
     auto& c = slot.cache->classes[cls];
-    if (RDMAREPL_LIKELY(c.count != 0)) {
-      detail::FreeChunk& chunk = c.list.front();
-      c.list.pop_front();
-      --c.count;
-      c.allocations.store(c.allocations.load(std::memory_order_relaxed) + 1,
-                          std::memory_order_relaxed);
-      return make_buffer(chunk, size, cls);
-    }
+    chunk = &c.list.front();
+    c.list.pop_front();
+    --c.count;
+    c.allocations.store(c.allocations.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
+  } else {
+    // The slow path returns a pointer, not a Buffer, so that the Buffer never escapes and
+    // stays in registers on the fast path.
+    chunk = alloc_slow(cls);
+    if (chunk == nullptr) return Buffer();
   }
-  return alloc_slow(size);
+  return make_buffer(*chunk, size, cls);
 }
 
 inline void SlabPool::release(std::byte* p, detail::ArenaState* arena, unsigned cls) noexcept {
-  const auto& slot = detail::tls_slots[id_ % detail::kTlsSlots];
+  const auto& slot = detail::tls_slots[slot_index()];
   if (RDMAREPL_LIKELY(slot.pool_id == id_)) {
     auto& c = slot.cache->classes[cls];
     if (RDMAREPL_LIKELY(c.count < c.capacity)) {
@@ -168,6 +179,10 @@ inline void SlabPool::release(std::byte* p, detail::ArenaState* arena, unsigned 
     }
   }
   release_slow(p, arena, cls);
+}
+
+inline transport::MemoryKeys Buffer::keys() const noexcept {
+  return arena_ != nullptr ? arena_->keys : transport::MemoryKeys{};
 }
 
 inline void Buffer::reset() noexcept {
