@@ -1,0 +1,43 @@
+// The coordinating process of a replicated run: starts the followers and the leader as
+// separate processes on loopback, relays progress, optionally kills and restarts a follower
+// part way, then collects and compares every store's digest.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kv_store.h"
+#include "latency.h"
+#include "rdmarepl/core/result.h"
+#include "run_config.h"
+
+namespace rdmarepl::kvdemo {
+
+struct NodeDigest {
+  std::string node;  // "leader", "follower-1", ...
+  Digest digest;
+};
+
+struct RunResult {
+  std::string transport;
+  uint64_t records = 0;
+  uint64_t payload_bytes = 0;  // key + value bytes written by the leader
+  double seconds = 0;          // first write to every follower acknowledging the last
+  double ops_per_sec = 0;
+  double mb_per_sec = 0;   // payload MB (10^6 bytes) per second
+  LatencySummary latency;  // replicate() to committed under the ack mode
+  double cpu_seconds = 0;  // user + system of every process of the run
+  uint64_t reconnects = 0;
+  uint64_t batches = 0;
+  uint64_t batches_resent = 0;
+  bool follower_killed = false;
+  std::vector<NodeDigest> digests;  // the leader first
+  bool verified = false;            // every follower's digest equals the leader's
+};
+
+// Runs the cluster. Errors (a role failed, a timeout) come back with the role's message.
+// A digest mismatch is not an error: the result says verified=false.
+Result<RunResult> run_cluster(const RunConfig& config);
+
+}  // namespace rdmarepl::kvdemo

@@ -1,0 +1,91 @@
+#include "kv_store.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <functional>
+
+namespace rdmarepl::kvdemo {
+
+namespace {
+
+// The finaliser of splitmix64: spreads every input bit over the output.
+constexpr uint64_t mix64(uint64_t x) noexcept {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+}  // namespace
+
+uint64_t entry_hash(std::string_view key, std::string_view value) noexcept {
+  std::hash<std::string_view> h;
+  uint64_t hk = h(key);
+  uint64_t hv = h(value);
+  // The key length and value length are mixed in so that moving a byte between key and value
+  // changes the hash.
+  return mix64(hk * 0x9e3779b97f4a7c15ull ^ mix64(hv + value.size()) ^ (key.size() << 48));
+}
+
+std::string Digest::to_string() const {
+  return fmt::format("{:016x}/{}", sum, entries);
+}
+
+bool Digest::parse(std::string_view text, Digest& out) {
+  auto slash = text.find('/');
+  if (slash == std::string_view::npos) return false;
+  auto r1 = std::from_chars(text.data(), text.data() + slash, out.sum, 16);
+  auto r2 = std::from_chars(text.data() + slash + 1, text.data() + text.size(), out.entries);
+  return r1.ec == std::errc() && r2.ec == std::errc();
+}
+
+void KvStore::put(std::string_view key, std::string_view value) {
+  std::lock_guard lock(mu_);
+  auto [it, inserted] = map_.try_emplace(std::string(key));
+  if (inserted) {
+    bytes_ += key.size();
+  } else {
+    bytes_ -= it->second.size();
+  }
+  it->second.assign(value);
+  bytes_ += value.size();
+}
+
+void KvStore::erase(std::string_view key) {
+  std::lock_guard lock(mu_);
+  auto it = map_.find(std::string(key));
+  if (it == map_.end()) return;
+  bytes_ -= it->first.size() + it->second.size();
+  map_.erase(it);
+}
+
+bool KvStore::get(std::string_view key, std::string& out) const {
+  std::lock_guard lock(mu_);
+  auto it = map_.find(std::string(key));
+  if (it == map_.end()) return false;
+  out = it->second;
+  return true;
+}
+
+size_t KvStore::size() const {
+  std::lock_guard lock(mu_);
+  return map_.size();
+}
+
+uint64_t KvStore::bytes() const {
+  std::lock_guard lock(mu_);
+  return bytes_;
+}
+
+Digest KvStore::digest() const {
+  std::lock_guard lock(mu_);
+  Digest d;
+  for (const auto& [k, v] : map_) d.sum += entry_hash(k, v);
+  d.entries = map_.size();
+  return d;
+}
+
+}  // namespace rdmarepl::kvdemo

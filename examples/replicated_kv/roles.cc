@@ -1,0 +1,233 @@
+#include "roles.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "child_process.h"
+#include "control_socket.h"
+#include "kv_store.h"
+#include "latency.h"
+#include "rdmarepl/core/clock.h"
+#include "rdmarepl/replication/channel.h"
+#include "run_config.h"
+
+namespace rdmarepl::kvdemo {
+
+namespace {
+
+using Channel = replication::ReplicationChannel<KvStore>;
+using namespace std::chrono_literals;
+
+// Control lines are one line: newlines in error messages become spaces.
+std::string one_line(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
+int fail(ControlSocket& ctl, const std::string& what) {
+  (void)ctl.send_line("error message=" + one_line(what));
+  return 1;
+}
+
+Result<std::vector<transport::Endpoint>> parse_peers(const std::string& text) {
+  std::vector<transport::Endpoint> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(pos, end - pos);
+    auto colon = item.rfind(':');
+    if (colon == std::string::npos) {
+      return Error(Errc::invalid_argument, "--peers item '" + item + "' is not host:port");
+    }
+    auto port = parse_count(item.substr(colon + 1), "--peers port");
+    if (!port || *port == 0 || *port > 65535) {
+      return Error(Errc::invalid_argument, "--peers item '" + item + "' has a bad port");
+    }
+    out.push_back(transport::Endpoint{item.substr(0, colon), static_cast<uint16_t>(*port)});
+    pos = end + 1;
+  }
+  return out;
+}
+
+// Tickets of one shard commit in seq order, so a FIFO per shard finds every commit by
+// looking at its front only.
+struct Pending {
+  uint64_t seq;
+  uint64_t start_ns;
+};
+
+class CommitTracker {
+ public:
+  CommitTracker(Channel& channel, uint32_t shards, size_t expected)
+      : channel_(channel), pending_(shards) {
+    latency_.reserve(expected);
+  }
+  void add(replication::Ticket t, uint64_t start_ns) {
+    pending_[t.shard].push_back(Pending{t.seq, start_ns});
+    ++outstanding_;
+  }
+  // Records the latency of every write that committed since the last call.
+  void drain() {
+    if (outstanding_ == 0) return;
+    uint64_t now = 0;
+    for (uint32_t s = 0; s < pending_.size(); ++s) {
+      auto& q = pending_[s];
+      while (!q.empty() && channel_.committed(replication::Ticket{s, q.front().seq})) {
+        if (now == 0) now = mono_ns();
+        latency_.record(now - q.front().start_ns);
+        q.pop_front();
+        --outstanding_;
+      }
+    }
+  }
+  // Waits for every outstanding write; false when one did not commit within `timeout`.
+  Status drain_all(std::chrono::milliseconds timeout) {
+    auto deadline = Deadline::after(timeout);
+    while (outstanding_ != 0) {
+      drain();
+      if (outstanding_ == 0) break;
+      for (uint32_t s = 0; s < pending_.size(); ++s) {
+        if (pending_[s].empty()) continue;
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline.remaining());
+        RDMAREPL_TRY(channel_.wait(replication::Ticket{s, pending_[s].front().seq},
+                                   std::max(left, std::chrono::milliseconds(1))));
+        break;
+      }
+    }
+    return ok_status();
+  }
+  LatencySummary summarize() { return latency_.summarize(); }
+
+ private:
+  Channel& channel_;
+  std::vector<std::deque<Pending>> pending_;
+  size_t outstanding_ = 0;
+  LatencyRecorder latency_;
+};
+
+int run_leader(const Flags& flags, ControlSocket& ctl) {
+  RunConfig config;
+  if (auto s = apply_flags(flags, config); !s) return fail(ctl, s.error().message());
+  auto peers = parse_peers(flags.get("peers"));
+  if (!peers) return fail(ctl, peers.error().message());
+
+  KvStore store;
+  auto options = leader_options(config, *peers);
+  auto created = Channel::create(options, store);
+  if (!created) return fail(ctl, "leader: " + created.error().to_string());
+  Channel& channel = **created;
+  if (!ctl.send_line(fmt::format("ready transport={}", channel.transport_name()))) return 1;
+
+  auto go = ctl.read_line(std::chrono::hours(1));
+  if (!go || *go != "go") return 1;
+
+  const uint64_t n = config.workload.records;
+  Workload workload(config.workload);
+  CommitTracker tracker(channel, channel.options().shards, n);
+  uint64_t bytes = 0;
+  uint64_t start = mono_ns();
+  uint64_t last_report = start;
+  for (uint64_t i = 0; i < n; ++i) {
+    Operation op = workload.next();
+    bytes += op.key.size() + op.value.size();
+    uint64_t t0 = mono_ns();
+    // The leader's own store takes the write first, as a store embedding the channel would.
+    replication::WriteResult w;
+    if (op.erase) {
+      store.erase(op.key);
+      w = channel.erase(op.key);
+    } else {
+      store.put(op.key, op.value);
+      w = channel.replicate(op.key, op.value);
+    }
+    if (!w.ok()) {
+      return fail(ctl, fmt::format("leader: write {} of {} failed: {}", i + 1, n,
+                                   replication::describe(w.status)));
+    }
+    tracker.add(w.ticket, t0);
+    tracker.drain();
+    if ((i & 1023) == 0) {
+      uint64_t now = mono_ns();
+      if (now - last_report > 50'000'000) {
+        last_report = now;
+        if (!ctl.send_line(fmt::format("progress n={}", i))) return 1;
+      }
+    }
+  }
+  channel.flush();
+  if (auto s = tracker.drain_all(120s); !s) return fail(ctl, "leader: " + s.error().to_string());
+  if (auto s = channel.wait_all_acked(120s); !s) {
+    return fail(ctl, "leader: not every follower acknowledged: " + s.error().to_string());
+  }
+  uint64_t elapsed = mono_ns() - start;
+  auto latency = tracker.summarize();
+  auto m = channel.metrics();
+  if (!ctl.send_line(fmt::format(
+          "done n={} elapsed_ns={} bytes={} transport={} digest={} reconnects={} resent={} "
+          "batches={} {}",
+          n, elapsed, bytes, channel.transport_name(), store.digest().to_string(), m.reconnects,
+          m.batches_resent, m.batches_sealed, latency.to_wire()))) {
+    return 1;
+  }
+  for (;;) {
+    auto line = ctl.read_line(std::chrono::hours(1));
+    if (!line || *line == "quit") break;
+    if (*line == "digest") (void)ctl.send_line("digest value=" + store.digest().to_string());
+  }
+  channel.close();
+  return 0;
+}
+
+int run_follower(const Flags& flags, ControlSocket& ctl) {
+  RunConfig config;
+  if (auto s = apply_flags(flags, config); !s) return fail(ctl, s.error().message());
+  auto index = parse_count(flags.get("id", "0"), "--id");
+  auto port = parse_count(flags.get("port", "0"), "--port");
+  if (!index || !port || *port > 65535) return fail(ctl, "follower: bad --id or --port");
+
+  KvStore store;
+  auto options =
+      follower_options(config, static_cast<uint32_t>(*index), static_cast<uint16_t>(*port));
+  auto created = Channel::create(options, store);
+  if (!created) return fail(ctl, options.node_id + ": " + created.error().to_string());
+  Channel& channel = **created;
+  if (!ctl.send_line(fmt::format("ready port={} transport={}", channel.local_endpoint().port,
+                                 channel.transport_name()))) {
+    return 1;
+  }
+  for (;;) {
+    auto line = ctl.read_line(std::chrono::hours(24));
+    if (!line || *line == "quit") break;  // a closed control socket means the run is over
+    if (*line == "digest") {
+      auto m = channel.metrics();
+      (void)ctl.send_line(fmt::format("digest value={} applied={} skipped={}",
+                                      store.digest().to_string(), m.records_applied,
+                                      m.records_skipped));
+    }
+  }
+  channel.close();
+  return 0;
+}
+
+}  // namespace
+
+std::optional<int> run_role_if_requested(int argc, char** argv) {
+  if (argc < 3 || std::strcmp(argv[1], "--role") != 0) return std::nullopt;
+  ControlSocket ctl(kControlFd);
+  auto flags = Flags::parse(argc, argv, {});
+  if (!flags) return fail(ctl, flags.error().message());
+  std::string role = flags->get("role");
+  if (role == "leader") return run_leader(*flags, ctl);
+  if (role == "follower") return run_follower(*flags, ctl);
+  return fail(ctl, "unknown --role '" + role + "'");
+}
+
+}  // namespace rdmarepl::kvdemo

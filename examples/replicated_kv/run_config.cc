@@ -1,0 +1,188 @@
+#include "run_config.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace rdmarepl::kvdemo {
+
+using replication::AckMode;
+using replication::PollingMode;
+using replication::TransportKind;
+
+Result<TransportKind> parse_transport(const std::string& text) {
+  if (text == "auto") return TransportKind::automatic;
+  if (text == "tcp") return TransportKind::tcp;
+  if (text == "verbs") return TransportKind::verbs;
+  return Error(Errc::invalid_argument, "--transport '" + text + "' is not one of auto, tcp, verbs");
+}
+
+Result<AckMode> parse_ack(const std::string& text) {
+  if (text == "none") return AckMode::none;
+  if (text == "one") return AckMode::one;
+  if (text == "all") return AckMode::all;
+  if (text == "quorum") return AckMode::quorum;
+  return Error(Errc::invalid_argument, "--ack '" + text + "' is not one of none, one, all, quorum");
+}
+
+Result<PollingMode> parse_polling(const std::string& text) {
+  if (text == "busy") return PollingMode::busy;
+  if (text == "sleep") return PollingMode::sleep;
+  if (text == "blocking") return PollingMode::blocking;
+  return Error(Errc::invalid_argument,
+               "--polling '" + text + "' is not one of busy, sleep, blocking");
+}
+
+std::string_view polling_name(PollingMode mode) noexcept {
+  switch (mode) {
+    case PollingMode::manual:
+      return "manual";
+    case PollingMode::busy:
+      return "busy";
+    case PollingMode::sleep:
+      return "sleep";
+    case PollingMode::blocking:
+      return "blocking";
+  }
+  return "?";
+}
+
+std::vector<std::string> run_config_flag_names() {
+  return {"transport",   "ack",        "polling",     "followers",     "records",
+          "key-size",    "value-size", "keyspace",    "erase-percent", "seed",
+          "batch-bytes", "shards",     "retain-bytes"};
+}
+
+std::vector<std::string> to_args(const RunConfig& c) {
+  const auto& w = c.workload;
+  return {"--transport",     std::string(replication::to_string(c.transport)),
+          "--ack",           std::string(replication::to_string(c.ack)),
+          "--polling",       std::string(polling_name(c.polling)),
+          "--followers",     std::to_string(c.followers),
+          "--records",       std::to_string(w.records),
+          "--key-size",      std::to_string(w.key_size),
+          "--value-size",    std::to_string(w.value_min) + "-" + std::to_string(w.value_max),
+          "--keyspace",      std::to_string(w.keyspace),
+          "--erase-percent", std::to_string(w.erase_percent),
+          "--seed",          std::to_string(w.seed),
+          "--batch-bytes",   std::to_string(c.batch_bytes),
+          "--shards",        std::to_string(c.shards),
+          "--retain-bytes",  std::to_string(c.retain_bytes)};
+}
+
+Status apply_flags(const Flags& f, RunConfig& c) {
+  if (f.has("transport")) {
+    auto t = parse_transport(f.get("transport"));
+    if (!t) return std::move(t).error();
+    c.transport = *t;
+  }
+  if (f.has("ack")) {
+    auto a = parse_ack(f.get("ack"));
+    if (!a) return std::move(a).error();
+    c.ack = *a;
+  }
+  if (f.has("polling")) {
+    auto p = parse_polling(f.get("polling"));
+    if (!p) return std::move(p).error();
+    c.polling = *p;
+  }
+  auto u64 = [&](const char* name, uint64_t& out) -> Status {
+    auto v = f.get_u64(name, out);
+    if (!v) return std::move(v).error();
+    out = *v;
+    return ok_status();
+  };
+  auto u32 = [&](const char* name, uint32_t& out) -> Status {
+    uint64_t v = out;
+    RDMAREPL_TRY(u64(name, v));
+    if (v > UINT32_MAX) {
+      return Error(Errc::invalid_argument, std::string("--") + name + " " + std::to_string(v) +
+                                               " is too large (at most 4294967295)");
+    }
+    out = static_cast<uint32_t>(v);
+    return ok_status();
+  };
+  auto& w = c.workload;
+  RDMAREPL_TRY(u32("followers", c.followers));
+  RDMAREPL_TRY(u64("records", w.records));
+  RDMAREPL_TRY(u32("key-size", w.key_size));
+  RDMAREPL_TRY(u64("keyspace", w.keyspace));
+  RDMAREPL_TRY(u32("erase-percent", w.erase_percent));
+  RDMAREPL_TRY(u64("seed", w.seed));
+  RDMAREPL_TRY(u64("batch-bytes", c.batch_bytes));
+  RDMAREPL_TRY(u32("shards", c.shards));
+  RDMAREPL_TRY(u64("retain-bytes", c.retain_bytes));
+  if (f.has("value-size")) {
+    auto r = parse_range(f.get("value-size"), "--value-size");
+    if (!r) return std::move(r).error();
+    if (r->second > (64u << 20)) {
+      return Error(Errc::invalid_argument, "--value-size " + f.get("value-size") +
+                                               ": values up to 64 MiB are supported here");
+    }
+    w.value_min = static_cast<uint32_t>(r->first);
+    w.value_max = static_cast<uint32_t>(r->second);
+  }
+  if (c.followers < 1 || c.followers > replication::kMaxFollowers) {
+    return Error(Errc::invalid_argument, "--followers " + std::to_string(c.followers) +
+                                             " is out of range; use 1.." +
+                                             std::to_string(replication::kMaxFollowers));
+  }
+  if (w.key_size < 8 || w.key_size > 1024) {
+    return Error(Errc::invalid_argument, "--key-size " + std::to_string(w.key_size) +
+                                             " is out of range; use 8..1024 bytes");
+  }
+  if (w.records == 0) {
+    return Error(Errc::invalid_argument, "--records must be at least 1");
+  }
+  if (w.erase_percent > 50) {
+    return Error(Errc::invalid_argument,
+                 "--erase-percent " + std::to_string(w.erase_percent) + " is too high; use 0..50");
+  }
+  return ok_status();
+}
+
+namespace {
+void common_options(const RunConfig& c, replication::ChannelOptions& o) {
+  o.transport = c.transport;
+  o.ack_mode = c.ack;
+  o.polling = c.polling;
+  if (c.shards != 0) o.shards = c.shards;
+  if (c.batch_bytes != 0) o.batch_bytes = c.batch_bytes;
+  // The largest value must fit one record; leave room for the key and the headers.
+  o.max_value_bytes = std::max<size_t>(c.workload.value_max, 4096);
+  // The receive ring holds several full batches and the largest record several times over.
+  size_t ring_min = 8 * std::max<size_t>(o.batch_bytes, c.workload.value_max + 4096);
+  o.ring_bytes = std::max(o.ring_bytes, std::bit_ceil(ring_min));
+}
+}  // namespace
+
+replication::ChannelOptions leader_options(const RunConfig& c,
+                                           std::vector<transport::Endpoint> peers) {
+  replication::ChannelOptions o;
+  o.role = replication::Role::leader;
+  o.node_id = "leader";
+  o.peers = std::move(peers);
+  common_options(c, o);
+  if (c.retain_bytes != 0) o.retain_bytes = c.retain_bytes;
+  return o;
+}
+
+uint64_t whole_run_retain_bytes(const RunConfig& c) {
+  replication::ChannelOptions defaults;
+  uint32_t shards = c.shards != 0 ? c.shards : defaults.shards;
+  // Record headers are 28 bytes and batch headers 32 (replication/batch_format.h); 40 per
+  // record covers both with padding. A quarter of headroom covers uneven shards.
+  uint64_t total = expected_payload_bytes(c.workload) + c.workload.records * 40;
+  uint64_t per_shard = total / shards;
+  return std::max<uint64_t>(defaults.retain_bytes, per_shard + per_shard / 4 + (4u << 20));
+}
+
+replication::ChannelOptions follower_options(const RunConfig& c, uint32_t index, uint16_t port) {
+  replication::ChannelOptions o;
+  o.role = replication::Role::follower;
+  o.node_id = "follower-" + std::to_string(index + 1);
+  o.listen = transport::Endpoint{"127.0.0.1", port};
+  common_options(c, o);
+  return o;
+}
+
+}  // namespace rdmarepl::kvdemo

@@ -1,0 +1,57 @@
+// What one replicated run is made of, shared by the coordinating process and the role
+// processes it starts (they receive it back as flags; see to_args()).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "flags.h"
+#include "rdmarepl/core/result.h"
+#include "rdmarepl/replication/channel_metrics.h"
+#include "rdmarepl/replication/options.h"
+#include "workload.h"
+
+namespace rdmarepl::kvdemo {
+
+struct RunConfig {
+  replication::TransportKind transport = replication::TransportKind::automatic;
+  replication::AckMode ack = replication::AckMode::all;
+  replication::PollingMode polling = replication::PollingMode::busy;
+  uint32_t followers = 2;
+  WorkloadSpec workload;
+  uint64_t batch_bytes = 0;   // 0: the channel's default
+  uint32_t shards = 0;        // 0: the channel's default
+  uint64_t retain_bytes = 0;  // 0: sized from the workload (see leader_options())
+
+  // Demo: SIGKILL one follower when this fraction of the records was written, and restart
+  // it when `restart_at` was written (or a second passed). kill_at <= 0: no kill.
+  double kill_at = 0;
+  double restart_at = 0;
+
+  bool progress = true;
+  std::chrono::seconds timeout{300};
+};
+
+// The flags a role process is started with (the parts of `config` it needs).
+std::vector<std::string> to_args(const RunConfig& config);
+// The flags to_args() writes, read back; also used by the programs' own parsing.
+Status apply_flags(const Flags& flags, RunConfig& config);
+// The flag names apply_flags() knows (for reporting unknown flags).
+std::vector<std::string> run_config_flag_names();
+
+replication::ChannelOptions leader_options(const RunConfig& config,
+                                           std::vector<transport::Endpoint> peers);
+// A retained window per shard that holds every record of the run: a follower restarted with
+// an empty store is then caught up entirely from the leader's window.
+uint64_t whole_run_retain_bytes(const RunConfig& config);
+replication::ChannelOptions follower_options(const RunConfig& config, uint32_t index,
+                                             uint16_t port);
+
+Result<replication::TransportKind> parse_transport(const std::string& text);
+Result<replication::AckMode> parse_ack(const std::string& text);
+Result<replication::PollingMode> parse_polling(const std::string& text);
+std::string_view polling_name(replication::PollingMode mode) noexcept;
+
+}  // namespace rdmarepl::kvdemo
