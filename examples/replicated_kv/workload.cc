@@ -8,11 +8,19 @@ namespace {
 // Values start at one of this many offsets into the pool; 1 MiB gives enough distinct
 // values that equal values are rare, and stays in the L2/L3 cache.
 constexpr size_t kPoolWindow = 1u << 20;
+
+// The splitmix64 finaliser turns the seed into the start state: seeds that differ by one
+// must not give sequences that are shifts of each other.
+uint64_t scramble(uint64_t x) noexcept {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
 }  // namespace
 
 Workload::Workload(const WorkloadSpec& spec)
     : spec_(spec),
-      state_(spec.seed * 0x9e3779b97f4a7c15ull + 1),
+      state_(scramble(spec.seed + 0x632be59bd9b4e019ull)),
       key_(std::max(spec.key_size, 2u)) {
   if (spec_.keyspace == 0) spec_.keyspace = std::max<uint64_t>(spec_.records, 1);
   pool_.resize(kPoolWindow + spec_.value_max);

@@ -1,0 +1,157 @@
+// The pieces the demo and the bench rely on for their verdicts: the store digest, the
+// workload's reproducibility, flag parsing and the latency percentiles.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+
+#include "flags.h"
+#include "json_writer.h"
+#include "kv_store.h"
+#include "latency.h"
+#include "workload.h"
+
+using namespace rdmarepl;
+using namespace rdmarepl::kvdemo;
+
+TEST_CASE("digest does not depend on the order in which the store was filled") {
+  KvStore a, b;
+  a.put("k1", "v1");
+  a.put("k2", "v2");
+  a.put("k3", "old");
+  a.put("k3", "v3");
+  b.put("k3", "v3");
+  b.put("k2", "v2");
+  b.put("k4", "gone");
+  b.erase("k4");
+  b.put("k1", "v1");
+  CHECK(a.digest() == b.digest());
+  CHECK(a.digest().entries == 3);
+}
+
+TEST_CASE("digest changes with any value, key, or a byte moved between key and value") {
+  KvStore base;
+  base.put("key", "value");
+  KvStore other_value;
+  other_value.put("key", "valuf");
+  KvStore other_key;
+  other_key.put("kez", "value");
+  KvStore moved;
+  moved.put("keyv", "alue");
+  CHECK_FALSE(base.digest() == other_value.digest());
+  CHECK_FALSE(base.digest() == other_key.digest());
+  CHECK_FALSE(base.digest() == moved.digest());
+  // Two equal entries under different keys must not cancel out (they would with XOR).
+  KvStore two;
+  two.put("a", "x");
+  two.put("b", "x");
+  KvStore none;
+  CHECK_FALSE(two.digest().sum == none.digest().sum);
+}
+
+TEST_CASE("digest text round-trips") {
+  KvStore s;
+  s.put("a", "b");
+  Digest d = s.digest();
+  Digest back;
+  REQUIRE(Digest::parse(d.to_string(), back));
+  CHECK(back == d);
+  CHECK_FALSE(Digest::parse("nonsense", back));
+}
+
+TEST_CASE("store applies replicated puts and erases") {
+  KvStore s;
+  replication::Record r;
+  r.op = replication::Op::put;
+  r.key = "k";
+  r.value = "v";
+  s.apply(r);
+  std::string out;
+  REQUIRE(s.get("k", out));
+  CHECK(out == "v");
+  r.op = replication::Op::erase;
+  r.value = {};
+  s.apply(r);
+  CHECK_FALSE(s.get("k", out));
+  CHECK(s.size() == 0);
+  CHECK(s.bytes() == 0);
+}
+
+TEST_CASE("the workload is reproducible from its seed and honours its sizes") {
+  WorkloadSpec spec;
+  spec.records = 2000;
+  spec.key_size = 16;
+  spec.value_min = 10;
+  spec.value_max = 300;
+  spec.erase_percent = 5;
+  Workload a(spec), b(spec);
+  spec.seed = 43;
+  Workload c(spec);
+  size_t erases = 0, differ = 0;
+  std::set<size_t> sizes;
+  for (int i = 0; i < 2000; ++i) {
+    Operation x = a.next(), y = b.next(), z = c.next();
+    REQUIRE(x.key == y.key);
+    REQUIRE(x.value == y.value);
+    REQUIRE(x.erase == y.erase);
+    REQUIRE(x.key.size() == 16);
+    if (x.erase) {
+      ++erases;
+    } else {
+      REQUIRE(x.value.size() >= 10);
+      REQUIRE(x.value.size() <= 300);
+      sizes.insert(x.value.size());
+    }
+    if (x.key != z.key) ++differ;
+  }
+  CHECK(erases > 20);  // 5% of 2000 is 100; far from 0
+  CHECK(erases < 250);
+  CHECK(sizes.size() > 100);  // mixed sizes, not one
+  CHECK(differ > 1900);       // another seed gives another sequence
+}
+
+TEST_CASE("flags: values, switches, suffixes, ranges and errors") {
+  const char* argv[] = {"prog",      "--records", "20k",   "--value-size=16-1024",
+                        "--no-kill", "--compare", "redis", "--compare",
+                        "tcp-stream"};
+  auto f = Flags::parse(9, const_cast<char**>(argv), {"no-kill"});
+  REQUIRE(f.ok());
+  CHECK(f->get_u64("records", 0).value() == 20000);
+  CHECK(f->has("no-kill"));
+  CHECK(f->get_all("compare") == std::vector<std::string>{"redis", "tcp-stream"});
+  auto r = parse_range(f->get("value-size"), "--value-size");
+  REQUIRE(r.ok());
+  CHECK(r->first == 16);
+  CHECK(r->second == 1024);
+  CHECK_FALSE(parse_range("20-10", "x").ok());
+  CHECK_FALSE(parse_count("12q", "x").ok());
+  CHECK(parse_count("4KiB", "x").value() == 4096);
+  CHECK(f->unknown({"records", "value-size", "no-kill"}) == std::vector<std::string>{"--compare"});
+  const char* bad[] = {"prog", "--records"};
+  CHECK_FALSE(Flags::parse(2, const_cast<char**>(bad), {}).ok());
+}
+
+TEST_CASE("latency percentiles are nearest-rank over every sample") {
+  LatencyRecorder rec;
+  for (uint64_t i = 1; i <= 1000; ++i) rec.record(i * 1000);  // 1..1000 us
+  auto s = rec.summarize();
+  CHECK(s.count == 1000);
+  CHECK(s.p50_us == Approx(500));
+  CHECK(s.p99_us == Approx(990));
+  CHECK(s.p999_us == Approx(999));
+  CHECK(s.max_us == Approx(1000));
+  CHECK(s.avg_us == Approx(500.5));
+  LatencySummary back;
+  REQUIRE(LatencySummary::from_wire(s.to_wire(), back));
+  CHECK(back.p999_us == Approx(999));
+}
+
+TEST_CASE("json writer output is read back by the json helpers") {
+  JsonWriter j;
+  j.begin_object().field("name", "a\"b").field("n", uint64_t{7}).field("x", 1.5);
+  j.field("ok", true).begin_object("inner").field("p99", 2.25).end_object().end_object();
+  CHECK(j.str() == R"({"name": "a\"b", "n": 7, "x": 1.500, "ok": true, "inner": {"p99": 2.250}})");
+  CHECK(json_number(j.str(), "p99") == Approx(2.25));
+  CHECK(json_true(j.str(), "ok"));
+  CHECK(std::isnan(json_number(j.str(), "missing")));
+}

@@ -1,0 +1,121 @@
+// Runs the demo, the embedding example, the bench driver and the Redis comparison script
+// as a user would, with small sizes, and checks what they print and write.
+#include <sys/wait.h>
+#include <unistd.h>
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <regex>
+#include <string>
+
+namespace {
+
+struct Output {
+  int code = -1;
+  std::string text;  // stdout and stderr
+};
+
+Output run(const std::string& command) {
+  Output out;
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.text.append(buf.data(), n);
+  int status = ::pclose(p);
+  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return out;
+}
+
+std::string temp_path(const char* tag) {
+  return std::string("/tmp/rdmarepl-test-") + tag + "-" + std::to_string(::getpid()) + ".json";
+}
+
+// Checks a JSON file with python3's parser: `checks` is a Python expression over `d`.
+bool json_ok(const std::string& path, const std::string& checks) {
+  std::string cmd =
+      "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+      "sys.exit(0 if (" +
+      checks + ") else 1)' " + path;
+  auto r = run(cmd);
+  if (r.code != 0) UNSCOPED_INFO("python3 check failed: " << checks << "\n" << r.text);
+  return r.code == 0;
+}
+
+}  // namespace
+
+TEST_CASE("demo: a follower is killed and restarted, and every digest matches", "[demo]") {
+  auto r = run(std::string(RDMAREPL_DEMO_BIN) + " --records 20000 --quiet --timeout 120");
+  INFO(r.text);
+  REQUIRE(r.code == 0);
+  // Three digest lines (leader and two followers) with one and the same value.
+  std::regex line(R"(\n  (leader|follower-\d)\s+([0-9a-f]{16}/\d+))");
+  std::string leader;
+  int followers_matching = 0;
+  for (auto it = std::sregex_iterator(r.text.begin(), r.text.end(), line);
+       it != std::sregex_iterator(); ++it) {
+    if ((*it)[1] == "leader") {
+      leader = (*it)[2];
+    } else if ((*it)[2] == leader) {
+      ++followers_matching;
+    }
+  }
+  CHECK_FALSE(leader.empty());
+  CHECK(followers_matching == 2);
+  CHECK(r.text.find("follower-1       killed and restarted") != std::string::npos);
+  CHECK(r.text.find("verified         yes") != std::string::npos);
+}
+
+TEST_CASE("demo: a bad flag is a usage error with a hint", "[demo]") {
+  auto r = run(std::string(RDMAREPL_DEMO_BIN) + " --records lots");
+  CHECK(r.code == 2);
+  CHECK(r.text.find("--records") != std::string::npos);
+  auto u = run(std::string(RDMAREPL_DEMO_BIN) + " --frobnicate 1");
+  CHECK(u.code == 2);
+  CHECK(u.text.find("unknown flag --frobnicate") != std::string::npos);
+}
+
+TEST_CASE("embed_minimal replicates to a follower in the same process", "[embed]") {
+  auto r = run(RDMAREPL_EMBED_BIN);
+  INFO(r.text);
+  CHECK(r.code == 0);
+  CHECK(r.text.find("identical to the leader's") != std::string::npos);
+}
+
+TEST_CASE("bench driver writes valid JSON with verified true", "[bench]") {
+  std::string path = temp_path("bench");
+  auto r = run(std::string(RDMAREPL_BENCH_BIN) +
+               " --records 20000 --value-size 1024 --followers 2 --ack all --transport tcp"
+               " --compare tcp-stream --quiet --timeout 120 --json " +
+               path);
+  INFO(r.text);
+  REQUIRE(r.code == 0);
+  CHECK(json_ok(path,
+                "d['verified'] is True and d['records'] == 20000 and d['followers'] == 2 and "
+                "d['value_size'] == 1024 and d['transport'] == 'tcp' and d['ops_per_sec'] > 0 and "
+                "d['mb_per_sec'] > 0 and d['cpu_seconds'] > 0 and "
+                "all(d['latency_us'][k] > 0 for k in ('avg', 'p50', 'p99', 'p999')) and "
+                "d['latency_us']['p50'] <= d['latency_us']['p99'] <= d['latency_us']['p999'] and "
+                "d['compare']['tcp_stream']['verified'] is True"));
+  std::remove(path.c_str());
+}
+
+TEST_CASE("Redis replication script loads, waits for both replicas and verifies", "[redis]") {
+  if (std::system("command -v redis-server >/dev/null 2>&1") != 0) {
+    WARN(
+        "skipped: redis-server is not installed (install redis-server redis-tools; "
+        "scripts/setup does)");
+    return;
+  }
+  std::string path = temp_path("redis");
+  auto r = run(std::string(RDMAREPL_REDIS_SCRIPT) + " -n 5000 -d 256 --json " + path);
+  INFO(r.text);
+  REQUIRE(r.code == 0);
+  CHECK(json_ok(path,
+                "d['verified'] is True and d['records'] == 5000 and d['followers'] == 2 and "
+                "d['value_size'] == 256 and d['ops_per_sec'] > 0 and d['cpu_seconds'] > 0 and "
+                "d['keys'] > 0 and d['latency_us']['p99'] > 0"));
+  std::remove(path.c_str());
+}
