@@ -1,0 +1,4 @@
+list(APPEND RDMAREPL_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/socket.cc
+  ${CMAKE_CURRENT_LIST_DIR}/hello.cc
+  ${CMAKE_CURRENT_LIST_DIR}/handshake.cc)
