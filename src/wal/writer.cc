@@ -24,7 +24,7 @@ const char* to_string(Durability d) noexcept {
 }
 
 Status seal_segment(const File& f, uint64_t offset, uint64_t min_seq, uint64_t max_seq,
-                    uint32_t frames) {
+                    uint32_t frames, bool sync) {
   uint8_t hdr[kFrameHeaderSize] = {};
   FrameHeader h;
   h.type = FrameType::end;
@@ -34,7 +34,7 @@ Status seal_segment(const File& f, uint64_t offset, uint64_t min_seq, uint64_t m
   h.encode(hdr, hdr);  // length 0: the payload pointer is not read
   RDMAREPL_TRY(f.write_at(offset, std::span<const uint8_t>(hdr)));
   RDMAREPL_TRY(f.truncate(offset + kFrameHeaderSize));
-  return f.sync_data();
+  return sync ? f.sync_data() : ok_status();
 }
 
 Writer::Writer(std::string dir, WriterOptions options) : dir_(std::move(dir)), options_(options) {}
@@ -58,7 +58,7 @@ Result<std::unique_ptr<Writer>> Writer::create(std::string dir, uint64_t segment
   {
     std::unique_lock lk(w->mu_);
     w->next_seq_ = next_seq;
-    RDMAREPL_TRY(w->open_segment(segment_number, next_seq));
+    RDMAREPL_TRY(w->open_segment(segment_number, next_seq, true));
   }
   if (options.durability == Durability::interval)
     w->flusher_ = std::thread([p = w.get()] { p->flusher_loop(); });
@@ -70,7 +70,7 @@ Writer::~Writer() {
   if (!st) log::error("wal: closing the writer of {} failed: {}", dir_, st.error().to_string());
 }
 
-Status Writer::open_segment(uint64_t number, uint64_t first_seq) {
+Status Writer::open_segment(uint64_t number, uint64_t first_seq, bool sync) {
   const std::string path = join_path(dir_, segment_file_name(number));
   auto f = File::open(path, O_RDWR | O_CREAT | O_EXCL);
   if (!f) {
@@ -86,9 +86,14 @@ Status Writer::open_segment(uint64_t number, uint64_t first_seq) {
   SegmentHeader{number, first_seq}.encode(hdr);
   RDMAREPL_TRY(f->preallocate(options_.segment_size));
   RDMAREPL_TRY(f->write_at(0, std::span<const uint8_t>(hdr)));
-  // The header and the file size must be durable before any frame is acknowledged.
-  RDMAREPL_TRY(f->sync_data());
-  RDMAREPL_TRY(sync_dir(dir_));
+  // The header, the file size and the directory entry must be durable before any frame in
+  // the segment is: now, or by the next group-commit sync (which syncs the directory too).
+  if (sync) {
+    RDMAREPL_TRY(f->sync_data());
+    RDMAREPL_TRY(sync_dir(dir_));
+  } else {
+    dir_dirty_ = true;
+  }
   file_ = std::move(*f);
   segment_ = number;
   offset_ = kSegmentHeaderSize;
@@ -109,18 +114,39 @@ Status Writer::fail(Error e) {
 
 Status Writer::seal_current(std::unique_lock<std::mutex>& lk) {
   while (syncing_) cv_.wait(lk);
-  if (auto st = seal_segment(file_, offset_, seg_min_seq_, seg_max_seq_, seg_frames_); !st)
+  for (auto& f : unsynced_) {
+    if (auto st = f.sync_data(); !st) return fail(std::move(st).error());
+  }
+  unsynced_.clear();
+  if (auto st = seal_segment(file_, offset_, seg_min_seq_, seg_max_seq_, seg_frames_, true); !st)
     return fail(std::move(st).error());
-  // Everything written so far was in this segment (earlier ones were sealed the same way).
+  if (dir_dirty_) {
+    if (auto st = sync_dir(dir_); !st) return fail(std::move(st).error());
+    dir_dirty_ = false;
+  }
   durable_lsn_.store(written_, std::memory_order_release);
   cv_.notify_all();
   return ok_status();
 }
 
 Status Writer::rotate(std::unique_lock<std::mutex>& lk) {
-  RDMAREPL_TRY(seal_current(lk));
-  if (auto st = file_.close(); !st) return fail(std::move(st).error());
-  if (auto st = open_segment(segment_ + 1, next_seq_); !st) return fail(std::move(st).error());
+  // With Durability::batch every frame is synced anyway, so sealing synchronously costs
+  // one small write. With none/interval a synchronous seal would flush the whole segment
+  // on the appending thread (tens of ms per rotation); instead the sealed file waits in
+  // unsynced_ for the next group-commit sync, which covers it, the new segment and the
+  // directory before durable_lsn moves past any of their frames.
+  if (options_.durability == Durability::batch) {
+    RDMAREPL_TRY(seal_current(lk));
+    if (auto st = file_.close(); !st) return fail(std::move(st).error());
+  } else {
+    while (syncing_) cv_.wait(lk);
+    if (auto st = seal_segment(file_, offset_, seg_min_seq_, seg_max_seq_, seg_frames_, false); !st)
+      return fail(std::move(st).error());
+    unsynced_.push_back(std::move(file_));
+  }
+  if (auto st = open_segment(segment_ + 1, next_seq_, options_.durability == Durability::batch);
+      !st)
+    return fail(std::move(st).error());
   ++stats_.rotations;
   return ok_status();
 }
@@ -192,8 +218,18 @@ Status Writer::wait_durable(Lsn lsn) {
     // including frames of appenders now waiting on cv_.
     syncing_ = true;
     const Lsn target = written_;
+    std::vector<File> sealed = std::move(unsynced_);
+    unsynced_.clear();
+    const bool dir = dir_dirty_;
+    dir_dirty_ = false;
     lk.unlock();
-    auto st = file_.sync_data();  // rotate/close wait for !syncing_, so file_ stays put
+    Status st;
+    for (auto& f : sealed) {
+      if (st.ok()) st = f.sync_data();
+    }
+    if (st.ok()) st = file_.sync_data();  // rotate/close wait for !syncing_: file_ stays put
+    if (st.ok() && dir) st = sync_dir(dir_);
+    sealed.clear();
     lk.lock();
     syncing_ = false;
     ++stats_.syncs;

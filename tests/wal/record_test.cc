@@ -109,7 +109,7 @@ TEST_CASE("RecordReader walks a batch and stops at damage", "[wal][record]") {
   CHECK(rr.status() == DecodeStatus::ok);
 
   std::vector<uint8_t> damaged(b.bytes().begin(), b.bytes().end());
-  damaged[kRecordHeaderSize + 2 + kRecordHeaderSize] ^= 1;  // inside the second record's key
+  damaged.at(kRecordHeaderSize + 2 + kRecordHeaderSize) ^= 1;  // in the second record's key
   RecordReader bad(damaged);
   size_t n = 0;
   while (bad.next(&r)) ++n;

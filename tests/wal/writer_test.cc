@@ -135,8 +135,12 @@ TEST_CASE("writer: a frame that exactly fills a segment, then rotation", "[wal][
   REQUIRE(w->append(bytes_of("next"), 2, 2, 1).ok());
   CHECK(w->current_segment() == 2);
   CHECK(w->stats().rotations == 1);
-  // Rotation sealed segment 1 durably.
-  CHECK(w->durable_lsn() == kSeg - kSegmentHeaderSize);
+  // With durability none, rotation seals segment 1 without syncing it; the next sync
+  // covers the sealed segment and the new one together.
+  CHECK(w->durable_lsn() == 0);
+  REQUIRE(w->sync().ok());
+  CHECK(w->durable_lsn() == w->written_lsn());
+  CHECK(w->stats().syncs == 1);
   REQUIRE(w->close().ok());
   CollectingReporter rep;
   auto frames = read_all(dir.path(), &rep);
@@ -195,4 +199,17 @@ TEST_CASE("writer: a std::byte batch is framed byte for byte", "[wal][writer]") 
   auto frames = read_all(dir.path(), nullptr);
   REQUIRE(frames.size() == 1);
   CHECK(frames[0].payload == raw);
+}
+
+TEST_CASE("writer: with durability batch, rotation seals durably", "[wal][writer]") {
+  TempDir dir;
+  constexpr uint64_t kSeg = 4096;
+  auto w = make_writer(dir, {.segment_size = kSeg, .durability = Durability::batch});
+  REQUIRE(w->append(std::vector<uint8_t>(3000, 1), 1, 1, 1).ok());
+  const uint64_t syncs = w->stats().syncs;
+  auto lsn = w->append(std::vector<uint8_t>(3000, 2), 2, 2, 1);
+  REQUIRE(lsn.ok());
+  CHECK(w->current_segment() == 2);
+  CHECK(w->durable_lsn() >= *lsn);
+  CHECK(w->stats().syncs == syncs + 1);
 }

@@ -31,6 +31,8 @@ struct LogOptions {
   // Damage before the torn tail of the last segment may lose acknowledged data. false:
   // open() fails with Errc::corrupt naming what was lost. true: keep the valid prefix,
   // rename the later segments to *.damaged (never read again) and continue after it.
+  // A log written with Durability::none or interval can be left like this by a power
+  // failure (its unsynced tail may span a rotation): open such logs with repair = true.
   bool repair = false;
   // Checkpoints kept; segments are deleted only when the OLDEST kept checkpoint covers
   // them, so a corrupt newest checkpoint still has an older one plus the log behind it.

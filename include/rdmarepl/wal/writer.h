@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "rdmarepl/core/result.h"
 #include "rdmarepl/wal/file.h"
@@ -91,10 +92,10 @@ class Writer {
 
  private:
   Writer(std::string dir, WriterOptions options);
-  Status open_segment(uint64_t number, uint64_t first_seq);  // mu_ held
-  Status rotate(std::unique_lock<std::mutex>& lk);           // mu_ held
-  Status seal_current(std::unique_lock<std::mutex>& lk);     // mu_ held
-  Status fail(Error e);                                      // mu_ held
+  Status open_segment(uint64_t number, uint64_t first_seq, bool sync);  // mu_ held
+  Status rotate(std::unique_lock<std::mutex>& lk);                      // mu_ held
+  Status seal_current(std::unique_lock<std::mutex>& lk);                // mu_ held
+  Status fail(Error e);                                                 // mu_ held
   void flusher_loop();
 
   const std::string dir_;
@@ -111,7 +112,9 @@ class Writer {
   uint64_t seg_max_seq_ = 0;
   uint32_t seg_frames_ = 0;
   Lsn written_ = 0;
-  bool syncing_ = false;  // a group-commit fdatasync is in flight (mu_ released)
+  std::vector<File> unsynced_;  // sealed segments not yet synced (none/interval only)
+  bool dir_dirty_ = false;      // a segment was created since the directory was synced
+  bool syncing_ = false;        // a group-commit fdatasync is in flight (mu_ released)
   bool closed_ = false;
   bool failed_ = false;  // a write or sync failed: the log refuses further appends
   Error error_;
@@ -123,9 +126,9 @@ class Writer {
 };
 
 // Writes an end frame at `offset` of the segment file `f` (carrying the lowest/highest seq
-// and the number of the segment's batches), drops everything after it and syncs: the
-// segment is complete. Used on rotation and when reopening after recovery.
+// and the number of the segment's batches), drops everything after it and, when `sync`,
+// fdatasyncs: the segment is complete. Used on rotation and when reopening after recovery.
 Status seal_segment(const File& f, uint64_t offset, uint64_t min_seq, uint64_t max_seq,
-                    uint32_t frames);
+                    uint32_t frames, bool sync = true);
 
 }  // namespace rdmarepl::wal

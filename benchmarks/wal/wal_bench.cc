@@ -1,0 +1,351 @@
+// WAL benchmarks, printed as tables (docs/benchmarks.md, "WAL"):
+//   1. append throughput with durability=none next to plain write(2) of the same bytes to
+//      the same file system, in the same run, as a ratio;
+//   2. durability=batch group commit as writer threads grow 1..8: acknowledged records per
+//      fdatasync and throughput, next to one write(2)+fdatasync per record;
+//   3. recovery speed: records replayed per second from a WAL of --recovery-mib MiB.
+// Every figure is the median of --repeat runs, baseline and WAL interleaved.
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rdmarepl/core/clock.h"
+#include "rdmarepl/wal/log.h"
+#include "rdmarepl/wal/record.h"
+#include "rdmarepl/wal/writer.h"
+
+using namespace rdmarepl;
+using namespace rdmarepl::wal;
+
+namespace {
+
+struct Args {
+  std::string dir;  // parent of the scratch directory (default: $TMPDIR or /tmp)
+  uint64_t append_mib = 48;
+  uint64_t batch_bytes = 4096;
+  uint64_t segment_mib = 64;
+  int max_threads = 8;
+  double seconds = 1.0;  // per group-commit configuration
+  uint64_t recovery_mib = 64;
+  int repeat = 7;
+};
+
+[[noreturn]] void usage(const char* argv0) {
+  std::fprintf(stderr,
+               "usage: %s [--dir PATH] [--append-mib N] [--batch-bytes N] [--segment-mib N]\n"
+               "          [--max-threads N] [--seconds S] [--recovery-mib N] [--repeat N]\n",
+               argv0);
+  std::exit(2);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  const char* tmp = std::getenv("TMPDIR");
+  a.dir = tmp != nullptr ? tmp : "/tmp";
+  for (int i = 1; i < argc; ++i) {
+    std::string k = argv[i];
+    if (i + 1 >= argc) usage(argv[0]);
+    std::string v = argv[++i];
+    if (k == "--dir")
+      a.dir = v;
+    else if (k == "--append-mib")
+      a.append_mib = std::stoull(v);
+    else if (k == "--batch-bytes")
+      a.batch_bytes = std::stoull(v);
+    else if (k == "--segment-mib")
+      a.segment_mib = std::stoull(v);
+    else if (k == "--max-threads")
+      a.max_threads = std::stoi(v);
+    else if (k == "--seconds")
+      a.seconds = std::stod(v);
+    else if (k == "--recovery-mib")
+      a.recovery_mib = std::stoull(v);
+    else if (k == "--repeat")
+      a.repeat = std::max(1, std::stoi(v));
+    else
+      usage(argv[0]);
+  }
+  return a;
+}
+
+void die(const std::string& what) {
+  std::fprintf(stderr, "rdmarepl-bench-wal: %s\n", what.c_str());
+  std::exit(1);
+}
+template <class T>
+T must(Result<T> r) {
+  if (!r) die(r.error().to_string());
+  return std::move(*r);
+}
+void must(Status s) {
+  if (!s) die(s.error().to_string());
+}
+
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& parent) {
+    std::string t = parent + "/rdmarepl-bench-wal-XXXXXX";
+    if (::mkdtemp(t.data()) == nullptr) die("mkdtemp in " + parent + " failed");
+    path_ = t;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  void clear() {
+    for (const auto& e : std::filesystem::directory_iterator(path_)) std::filesystem::remove(e);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// A batch of records totalling about `bytes` (values of ~200 bytes, like a small KV write).
+BatchBuilder make_batch(uint64_t first_seq, uint64_t bytes) {
+  BatchBuilder b;
+  uint64_t seq = first_seq;
+  while (b.bytes().size() + kRecordHeaderSize + 16 + 200 <= bytes || b.count() == 0) {
+    char key[32];
+    std::snprintf(key, sizeof key, "user%012llu", static_cast<unsigned long long>(seq));
+    std::string value(200, static_cast<char>('a' + seq % 26));
+    b.add(RecordView{seq, wall_ns(), Op::put, key, value});
+    ++seq;
+  }
+  return b;
+}
+
+// ---------------------------------------------------------------- 1. append vs write(2)
+
+// Plain write(2) of the same frame-sized chunks the WAL writes; no sync, like durability=none.
+double plain_write_mib_s(const std::string& dir, uint64_t total, uint64_t chunk) {
+  std::vector<uint8_t> buf(chunk, 0x5a);
+  const std::string path = dir + "/plain.dat";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) die("open " + path);
+  Stopwatch sw;
+  for (uint64_t done = 0; done < total; done += chunk) {
+    if (::write(fd, buf.data(), chunk) != static_cast<ssize_t>(chunk)) die("write " + path);
+  }
+  const double s = sw.elapsed_s();
+  ::close(fd);
+  ::unlink(path.c_str());
+  return static_cast<double>(total) / (1 << 20) / s;
+}
+
+double wal_append_mib_s(const std::string& dir, uint64_t total, const BatchBuilder& batch,
+                        uint64_t segment_size) {
+  auto w = must(
+      Writer::create(dir, 1, 1, {.segment_size = segment_size, .durability = Durability::none}));
+  const uint64_t frame = kFrameHeaderSize + batch.bytes().size();
+  uint64_t seq = 1;
+  Stopwatch sw;
+  for (uint64_t done = 0; done < total; done += frame) {
+    must(w->append(batch.bytes(), seq, seq + batch.count() - 1, batch.count()));
+    seq += batch.count();
+  }
+  const double s = sw.elapsed_s();
+  must(w->close());
+  return static_cast<double>(total) / (1 << 20) / s;
+}
+
+void bench_append(const Args& a, ScratchDir& dir) {
+  const auto batch = make_batch(1, a.batch_bytes);
+  const uint64_t frame = kFrameHeaderSize + batch.bytes().size();
+  const uint64_t total = a.append_mib << 20;
+  std::printf(
+      "\n1. Append, durability=none, vs write(2) of the same bytes (%llu MiB in %llu-byte "
+      "frames, %u records each; median of %d)\n",
+      static_cast<unsigned long long>(a.append_mib), static_cast<unsigned long long>(frame),
+      batch.count(), a.repeat);
+  std::printf("%-34s %14s %12s %6s %8s\n", "case", "write(2)", "WAL", "ratio", "best/best");
+  struct Case {
+    const char* name;
+    uint64_t segment;
+  };
+  // The first case fits in one segment: the cost of framing alone. The second rotates
+  // every few MiB, so it also pays each rotation's seal + fdatasync + directory fsync.
+  const Case cases[] = {
+      {"one segment (framing only)", std::max<uint64_t>(a.segment_mib << 20, total + (1 << 20))},
+      {"8 MiB segments (with rotations)", 8u << 20}};
+  for (const auto& c : cases) {
+    std::vector<double> base, wal;
+    for (int r = 0; r < a.repeat; ++r) {
+      // Alternate which goes first, so that neither always runs after the other's
+      // write-back.
+      for (int k = 0; k < 2; ++k) {
+        if ((k + r) % 2 == 0) {
+          base.push_back(plain_write_mib_s(dir.path(), total, frame));
+        } else {
+          wal.push_back(wal_append_mib_s(dir.path(), total, batch, c.segment));
+        }
+        dir.clear();
+      }
+    }
+    const double b = median(base), w = median(wal);
+    const double bb = *std::max_element(base.begin(), base.end());
+    const double wb = *std::max_element(wal.begin(), wal.end());
+    std::printf("%-34s %8.0f MiB/s %6.0f MiB/s %6.2f %8.2f\n", c.name, b, w, w / b, wb / bb);
+  }
+}
+
+// ---------------------------------------------------------------- 2. group commit
+
+struct GcResult {
+  double records_per_s;
+  double appends_per_sync;
+  double records_per_sync;
+};
+
+GcResult group_commit(const std::string& dir, int threads, double seconds,
+                      const BatchBuilder& batch) {
+  auto w = must(Writer::create(dir, 1, 1, {.durability = Durability::batch}));
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> seq{1};
+  std::vector<std::thread> ts;
+  Stopwatch sw;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        const uint64_t s = seq.fetch_add(batch.count());
+        must(w->append(batch.bytes(), s, s + batch.count() - 1, batch.count()));
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (auto& t : ts) t.join();
+  const double s = sw.elapsed_s();
+  const auto st = w->stats();
+  must(w->close());
+  const double syncs = static_cast<double>(std::max<uint64_t>(1, st.syncs));
+  return {static_cast<double>(st.records) / s, static_cast<double>(st.appends) / syncs,
+          static_cast<double>(st.records) / syncs};
+}
+
+// Baseline: one write(2) + fdatasync per append, one thread.
+double write_fdatasync_per_s(const std::string& dir, double seconds, uint64_t chunk) {
+  std::vector<uint8_t> buf(chunk, 0x5a);
+  const std::string path = dir + "/plain.dat";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) die("open " + path);
+  uint64_t n = 0;
+  Stopwatch sw;
+  while (sw.elapsed_s() < seconds) {
+    if (::write(fd, buf.data(), chunk) != static_cast<ssize_t>(chunk) || ::fdatasync(fd) != 0)
+      die("write/fdatasync " + path);
+    ++n;
+  }
+  const double s = sw.elapsed_s();
+  ::close(fd);
+  ::unlink(path.c_str());
+  return static_cast<double>(n) / s;
+}
+
+void bench_group_commit(const Args& a, ScratchDir& dir) {
+  // One record per append: the case group commit exists for (many small acknowledged writes).
+  const auto batch = make_batch(1, 1);
+  const uint64_t frame = kFrameHeaderSize + batch.bytes().size();
+  std::printf(
+      "\n2. Group commit, durability=batch, one %llu-byte record per append, %.1f s per "
+      "row\n",
+      static_cast<unsigned long long>(frame), a.seconds);
+  const double base = write_fdatasync_per_s(dir.path(), a.seconds, frame);
+  dir.clear();
+  std::printf("baseline: write(2)+fdatasync per record, 1 thread: %.0f records/s\n", base);
+  std::printf("%8s %14s %16s %18s %12s\n", "threads", "records/s", "appends/fdatasync",
+              "records/fdatasync", "vs baseline");
+  for (int t = 1; t <= a.max_threads; t *= 2) {
+    auto r = group_commit(dir.path(), t, a.seconds, batch);
+    dir.clear();
+    std::printf("%8d %14.0f %16.2f %18.2f %11.2fx\n", t, r.records_per_s, r.appends_per_sync,
+                r.records_per_sync, r.records_per_s / base);
+  }
+}
+
+// ---------------------------------------------------------------- 3. recovery
+
+struct CountingStore final : RecoveryHandler {
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+  Status restore(CheckpointReader&) override { return ok_status(); }
+  Status replay(const Frame& f) override {
+    RecordReader rr(f.payload);
+    RecordView r;
+    while (rr.next(&r)) {
+      ++records;
+      bytes += r.key.size() + r.value.size();
+    }
+    if (rr.status() != DecodeStatus::ok)
+      return Error(Errc::corrupt, "bench: a record failed its checksum");
+    return ok_status();
+  }
+};
+
+void bench_recovery(const Args& a, ScratchDir& dir) {
+  const auto batch = make_batch(1, a.batch_bytes);
+  const uint64_t frame = kFrameHeaderSize + batch.bytes().size();
+  const uint64_t total = a.recovery_mib << 20;
+  {
+    auto w = must(Writer::create(
+        dir.path(), 1, 1, {.segment_size = a.segment_mib << 20, .durability = Durability::none}));
+    uint64_t seq = 1;
+    for (uint64_t done = 0; done < total; done += frame) {
+      must(w->append(batch.bytes(), seq, seq + batch.count() - 1, batch.count()));
+      seq += batch.count();
+    }
+    must(w->close());
+  }
+  std::printf(
+      "\n3. Recovery of a %llu MiB WAL (%llu MiB segments, %u records per frame; page "
+      "cache warm; median of %d)\n",
+      static_cast<unsigned long long>(a.recovery_mib),
+      static_cast<unsigned long long>(a.segment_mib), batch.count(), a.repeat);
+  std::vector<double> rates, mibs;
+  uint64_t records = 0;
+  for (int r = 0; r < a.repeat; ++r) {
+    // Each open seals what it found and adds one empty segment: the records replayed stay
+    // the same.
+    CountingStore store;
+    LogOptions o;
+    o.writer.segment_size = a.segment_mib << 20;
+    o.writer.durability = Durability::none;
+    Stopwatch sw;
+    auto log = must(Log::open(dir.path(), o, store));
+    const double s = sw.elapsed_s();
+    must(log->close());
+    records = store.records;
+    rates.push_back(static_cast<double>(store.records) / s);
+    mibs.push_back(static_cast<double>(total) / (1 << 20) / s);
+  }
+  std::printf("%14s %16s %12s\n", "records", "records/s", "MiB/s");
+  std::printf("%14llu %16.0f %12.0f\n", static_cast<unsigned long long>(records), median(rates),
+              median(mibs));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = parse(argc, argv);
+  ScratchDir dir(a.dir);
+  std::printf("rdmarepl-bench-wal: scratch directory %s\n", dir.path().c_str());
+  bench_append(a, dir);
+  bench_group_commit(a, dir);
+  dir.clear();
+  bench_recovery(a, dir);
+  return 0;
+}
