@@ -1,0 +1,4 @@
+list(APPEND RDMAREPL_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/registry.cc
+  ${CMAKE_CURRENT_LIST_DIR}/tcp_connection.cc
+  ${CMAKE_CURRENT_LIST_DIR}/tcp_transport.cc)

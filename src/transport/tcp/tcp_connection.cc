@@ -1,0 +1,518 @@
+// Data path of the TCP transport: posting, sending, placing and completing.
+#include "tcp_connection.h"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace rdmarepl::transport::tcp {
+namespace {
+
+// How long the error and close paths wait to get a last control frame (NAK, ack) out.
+constexpr auto kLastWordGrace = std::chrono::milliseconds(200);
+
+// Sends `len` bytes, waiting for room until `deadline`. Error paths only.
+bool send_blocking(int fd, const uint8_t* p, size_t len, Deadline deadline) noexcept {
+  while (len > 0) {
+    ssize_t n = ::send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      len -= static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd pf{fd, POLLOUT, 0};
+      if (::poll(&pf, 1, deadline.poll_timeout_ms()) <= 0) return false;
+      continue;
+    }
+    return false;
+  }
+  return true;
+}
+
+WcStatus status_of(NakSyndrome s) noexcept {
+  switch (s) {
+    case NakSyndrome::remote_access:
+      return WcStatus::remote_access_error;
+    case NakSyndrome::not_ready:
+      return WcStatus::rnr_retry_exceeded;
+    case NakSyndrome::invalid_request:
+      return WcStatus::remote_invalid_request;
+  }
+  return WcStatus::remote_operation_error;
+}
+
+}  // namespace
+
+TcpConnection::TcpConnection(bootstrap::Fd fd, std::shared_ptr<const Registry> registry,
+                             PeerInfo peer, uint32_t send_queue_depth, uint32_t recv_queue_depth)
+    : fd_(std::move(fd)),
+      registry_(std::move(registry)),
+      peer_(std::move(peer)),
+      peer_name_(fmt::format("node '{}' at {}", peer_.node_id, peer_.address)),
+      sq_(send_queue_depth),
+      ack_interval_(std::max(1u, send_queue_depth / 2)),
+      rq_(recv_queue_depth),
+      cq_(static_cast<size_t>(send_queue_depth) + recv_queue_depth),
+      iov_(kMaxIov),
+      iov_owner_(kMaxIov) {}
+
+TcpConnection::~TcpConnection() {
+  close();
+}
+
+Error TcpConnection::error() const {
+  return error_;
+}
+
+PostStatus TcpConnection::post_writes(std::span<const WriteRequest> requests) noexcept {
+  if (!healthy()) return PostStatus::disconnected;
+  if (requests.empty()) return PostStatus::ok;
+  if (requests.size() > sq_.size() - send_in_use()) return PostStatus::queue_full;
+  for (const auto& r : requests)
+    if (r.length > 0 && r.local_addr == nullptr) return PostStatus::invalid;
+  for (const auto& r : requests) {
+    SendSlot& s = slot(sq_posted_);
+    uint64_t seq = sq_posted_ + 1;
+    s.wr_id = r.wr_id;
+    s.data = static_cast<const uint8_t*>(r.local_addr);
+    s.length = r.length;
+    s.signaled = r.signaled;
+    s.lkey = r.lkey;
+    s.bad_lkey = r.length > 0 && !registry_->check_local(r.lkey, r.local_addr, r.length);
+    FrameHeader h;
+    h.type = FrameType::write;
+    h.flags = (r.signaled || seq % ack_interval_ == 0) ? kFlagAckRequested : 0;
+    h.length = r.length;
+    h.remote_addr = r.remote_addr;
+    h.rkey = r.rkey;
+    h.imm = r.imm;
+    h.seq = seq;
+    h.encode(s.header);
+    ++sq_posted_;
+  }
+  progress_send();
+  return PostStatus::ok;
+}
+
+PostStatus TcpConnection::post_recvs(uint32_t count, uint64_t first_wr_id) noexcept {
+  if (!healthy()) return PostStatus::disconnected;
+  if (count > rq_.size() - ((rq_posted_ - rq_consumed_) + recv_cq_pending_))
+    return PostStatus::queue_full;
+  for (uint32_t i = 0; i < count; ++i) rq_[(rq_posted_ + i) % rq_.size()] = first_wr_id + i;
+  rq_posted_ += count;
+  return PostStatus::ok;
+}
+
+size_t TcpConnection::poll(std::span<Completion> out) noexcept {
+  if (healthy()) {
+    progress_send();
+    progress_recv();
+    if (healthy() && ack_wanted_ > ack_sent_ && !ctl_pending_) {
+      queue_control(FrameType::ack, ack_wanted_, 0);
+      ack_sent_ = ack_wanted_;
+    }
+    if (healthy()) progress_send();
+  }
+  size_t n = 0;
+  while (n < out.size() && cq_head_ != cq_tail_) {
+    const Completion& c = cq_[cq_head_ % cq_.size()];
+    ++cq_head_;
+    if (c.opcode == WcOpcode::rdma_write)
+      --send_cq_pending_;
+    else
+      --recv_cq_pending_;
+    out[n++] = c;
+  }
+  return n;
+}
+
+Status TcpConnection::wait(std::chrono::milliseconds timeout) {
+  if (cq_head_ != cq_tail_) return ok_status();
+  if (!healthy() || !fd_.valid()) return error_;
+  short events = POLLIN;
+  if (sq_sent_ < sq_posted_ || ctl_pending_) events |= POLLOUT;
+  auto deadline = Deadline::after(timeout);
+  for (;;) {
+    pollfd p{fd_.get(), events, 0};
+    int rc = ::poll(&p, 1, deadline.poll_timeout_ms());
+    if (rc > 0) return ok_status();
+    if (rc == 0) {
+      return Error(Errc::timeout, fmt::format("nothing arrived from {} within {} ms", peer_name_,
+                                              timeout.count()));
+    }
+    if (errno != EINTR)
+      return errno_error(errno, fmt::format("poll() on the connection to {}", peer_name_));
+  }
+}
+
+void TcpConnection::close() noexcept {
+  if (fd_.valid()) {
+    flush_control_briefly();
+    ::shutdown(fd_.get(), SHUT_RDWR);
+  }
+  if (healthy()) {
+    fail(Error(Errc::closed,
+               fmt::format("the connection to {} was closed locally; reconnect to continue",
+                           peer_name_)),
+         0, WcStatus::flushed);
+  }
+  fd_.reset();
+}
+
+// ------------------------------------------------------------------------------ sending
+
+void TcpConnection::queue_control(FrameType type, uint64_t seq, uint32_t syndrome) noexcept {
+  FrameHeader h;
+  h.type = type;
+  h.rkey = syndrome;
+  h.seq = seq;
+  h.encode(ctl_);
+  ctl_offset_ = 0;
+  ctl_pending_ = true;
+}
+
+void TcpConnection::progress_send() noexcept {
+  while (healthy()) {
+    // A request with a bad lkey fails the connection when it reaches the wire, after the
+    // requests posted before it.
+    if (sq_offset_ == 0 && sq_sent_ < sq_posted_ && slot(sq_sent_).bad_lkey) {
+      const SendSlot& s = slot(sq_sent_);
+      fail(Error(Errc::invalid_argument,
+                 fmt::format("write wr_id {} ({} bytes at {}) is not covered by its lkey 0x{:08x}: "
+                             "the buffer must lie inside a region registered with this "
+                             "transport, posted with that region's lkey",
+                             s.wr_id, s.length, static_cast<const void*>(s.data), s.lkey)),
+           sq_sent_ + 1, WcStatus::local_protection_error);
+      return;
+    }
+    int n_iov = 0;
+    size_t total = 0;
+    auto add = [&](const void* p, size_t len, bool control) {
+      iov_[n_iov] = iovec{const_cast<void*>(p), len};
+      iov_owner_[n_iov] = IovOwner{control, static_cast<uint32_t>(len)};
+      ++n_iov;
+      total += len;
+    };
+    auto add_frame_rest = [&](const SendSlot& s, size_t off) {
+      if (off < kFrameHeaderBytes) add(s.header + off, kFrameHeaderBytes - off, false);
+      size_t payload_off = off > kFrameHeaderBytes ? off - kFrameHeaderBytes : 0;
+      if (s.length > payload_off) add(s.data + payload_off, s.length - payload_off, false);
+    };
+    uint64_t idx = sq_sent_;
+    bool ctl_added = false;
+    if (ctl_pending_ && ctl_offset_ > 0) {  // finish a started control frame first
+      add(ctl_ + ctl_offset_, kFrameHeaderBytes - ctl_offset_, true);
+      ctl_added = true;
+    } else if (sq_offset_ > 0) {  // then a started data frame
+      add_frame_rest(slot(idx), sq_offset_);
+      ++idx;
+    }
+    if (ctl_pending_ && !ctl_added) add(ctl_ + ctl_offset_, kFrameHeaderBytes - ctl_offset_, true);
+    while (idx < sq_posted_ && n_iov + 2 <= kMaxIov && !slot(idx).bad_lkey) {
+      add_frame_rest(slot(idx), 0);
+      ++idx;
+    }
+    if (n_iov == 0) return;
+
+    msghdr msg{};
+    msg.msg_iov = iov_.data();
+    msg.msg_iovlen = static_cast<size_t>(n_iov);
+    ssize_t sent = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      int err = errno;
+      fail(Error(Errc::connection_closed,
+                 fmt::format("sending to {} failed: {}; the peer is gone or reset the connection, "
+                             "check its log and reconnect",
+                             peer_name_, std::strerror(err))),
+           sq_retired_ + 1, WcStatus::retry_exceeded);
+      return;
+    }
+    // Account the bytes in the order they were gathered.
+    auto left = static_cast<size_t>(sent);
+    for (int i = 0; i < n_iov && left > 0; ++i) {
+      size_t take = std::min<size_t>(left, iov_owner_[i].bytes);
+      left -= take;
+      if (iov_owner_[i].control) {
+        ctl_offset_ += take;
+        if (ctl_offset_ == kFrameHeaderBytes) {
+          ctl_pending_ = false;
+          ctl_offset_ = 0;
+        }
+      } else {
+        sq_offset_ += take;
+        if (sq_offset_ == kFrameHeaderBytes + slot(sq_sent_).length) {
+          ++sq_sent_;
+          sq_offset_ = 0;
+        }
+      }
+    }
+    if (static_cast<size_t>(sent) < total) return;  // the socket buffer is full
+  }
+}
+
+void TcpConnection::flush_control_briefly() noexcept {
+  if (!fd_.valid() || !ctl_pending_) return;
+  // A control frame may only follow a whole data frame; one cut in half stays cut.
+  if (ctl_offset_ == 0 && sq_offset_ > 0) return;
+  auto deadline = Deadline::after(kLastWordGrace);
+  send_blocking(fd_.get(), ctl_ + ctl_offset_, kFrameHeaderBytes - ctl_offset_, deadline);
+  ctl_pending_ = false;
+  ctl_offset_ = 0;
+}
+
+// ------------------------------------------------------------------------------ receiving
+
+void TcpConnection::progress_recv() noexcept {
+  size_t budget = kRecvBudgetBytes;
+  while (healthy() && budget > 0) {
+    ssize_t n = 0;
+    size_t want = 0;
+    if (rstate_ == RecvState::header) {
+      want = kFrameHeaderBytes - rhdr_have_;
+      n = ::recv(fd_.get(), rhdr_ + rhdr_have_, want, MSG_DONTWAIT);
+      if (n > 0) {
+        rhdr_have_ += static_cast<size_t>(n);
+        budget -= std::min(budget, static_cast<size_t>(n));
+        if (rhdr_have_ == kFrameHeaderBytes && !start_frame()) return;
+        if (static_cast<size_t>(n) < want) return;  // drained
+        continue;
+      }
+    } else {
+      // Placement: re-check the registration under the registry's shared lock, so that a
+      // region deregistered meanwhile is never written to.
+      std::shared_lock lock(registry_->mutex());
+      const Registry::Entry* e = registry_->find_remote_locked(in_.rkey);
+      if (e == nullptr || e->generation != in_generation_) {
+        lock.unlock();
+        refuse(NakSyndrome::remote_access, Errc::remote_access,
+               fmt::format("{} was deregistered here while it was being written; the rest of "
+                           "the write was refused",
+                           describe_incoming()));
+        return;
+      }
+      size_t rest = in_.length - in_done_;
+      iovec v[2] = {
+          {reinterpret_cast<void*>(static_cast<uintptr_t>(in_.remote_addr) + in_done_), rest},
+          {rhdr_, kFrameHeaderBytes}};
+      want = rest + kFrameHeaderBytes;
+      n = ::readv(fd_.get(), v, 2);
+      lock.unlock();
+      if (n > 0) {
+        auto got = static_cast<size_t>(n);
+        budget -= std::min(budget, got);
+        if (got < rest) {
+          in_done_ += got;
+          return;  // drained
+        }
+        in_done_ = in_.length;
+        rhdr_have_ = got - rest;
+        rstate_ = RecvState::header;
+        finish_write_frame();
+        if (rhdr_have_ == kFrameHeaderBytes && !start_frame()) return;
+        if (got < want) return;
+        continue;
+      }
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    // The peer is gone (EOF, reset or another error).
+    int err = n < 0 ? errno : 0;
+    std::string what;
+    if (rstate_ == RecvState::payload) {
+      what = fmt::format(
+          "in the middle of {} ({} of {} payload bytes received; a truncated frame: "
+          "no completion was delivered for it)",
+          describe_incoming(), in_done_, in_.length);
+    } else if (rhdr_have_ > 0) {
+      what = fmt::format("in the middle of a frame header ({} of {} bytes; a truncated frame)",
+                         rhdr_have_, kFrameHeaderBytes);
+    } else {
+      what = "between frames";
+    }
+    uint64_t outstanding = sq_posted_ - sq_retired_;
+    fail(Error(Errc::connection_closed,
+               fmt::format("{} {} the connection {}{}; {} of our writes were unacknowledged; "
+                           "check the peer's log and reconnect",
+                           peer_name_, err == 0 ? "closed" : "broke", what,
+                           err == 0 ? "" : fmt::format(" ({})", std::strerror(err)), outstanding)),
+         outstanding > 0 ? sq_retired_ + 1 : 0, WcStatus::retry_exceeded);
+    return;
+  }
+}
+
+std::string TcpConnection::describe_incoming() const {
+  return fmt::format("write seq {} ({} bytes to 0x{:x} with rkey 0x{:08x}, imm {})", in_.seq,
+                     in_.length, in_.remote_addr, in_.rkey, in_.imm);
+}
+
+bool TcpConnection::start_frame() noexcept {
+  rhdr_have_ = 0;
+  if (!in_.decode(rhdr_)) {
+    in_.seq = 0;  // not a write: the NAK names none
+    refuse(NakSyndrome::invalid_request, Errc::protocol_error,
+           fmt::format("sent bytes that are not a valid frame header ({:02x}); the stream is "
+                       "corrupt or the peer is not an rdmarepl TCP transport",
+                       fmt::join(rhdr_, rhdr_ + 8, " ")));
+    return false;
+  }
+  switch (in_.type) {
+    case FrameType::ack:
+      if (in_.seq < sq_retired_ || in_.seq > sq_sent_) {
+        fail(Error(Errc::protocol_error,
+                   fmt::format("{} acknowledged write seq {}, but only writes {}..{} are "
+                               "unacknowledged on the wire; the peer is faulty, reconnect",
+                               peer_name_, in_.seq, sq_retired_ + 1, sq_sent_)),
+             0, WcStatus::flushed);
+        return false;
+      }
+      retire_acked(in_.seq);
+      return true;
+    case FrameType::nak: {
+      // As in RC, a NAK acknowledges every write before the one it names.
+      if (in_.seq > sq_retired_ + 1 && in_.seq - 1 <= sq_sent_) retire_acked(in_.seq - 1);
+      auto syndrome = static_cast<NakSyndrome>(in_.rkey);
+      WcStatus st = status_of(syndrome);
+      uint64_t wr_id = in_.seq > sq_retired_ && in_.seq <= sq_posted_ ? slot(in_.seq - 1).wr_id : 0;
+      Errc code = syndrome == NakSyndrome::remote_access ? Errc::remote_access
+                  : syndrome == NakSyndrome::not_ready   ? Errc::busy
+                                                         : Errc::protocol_error;
+      fail(Error(code, fmt::format("{} refused our write seq {} (wr_id {}): {}; {}", peer_name_,
+                                   in_.seq, wr_id, wc_status_name(st), wc_status_advice(st))),
+           in_.seq, st);
+      return false;
+    }
+    case FrameType::write:
+      break;
+  }
+  if (in_.seq != recv_seq_ + 1) {
+    refuse(NakSyndrome::invalid_request, Errc::protocol_error,
+           fmt::format("sent {} but write seq {} was expected (a frame was lost or injected)",
+                       describe_incoming(), recv_seq_ + 1));
+    return false;
+  }
+  if (rq_consumed_ == rq_posted_) {
+    refuse(NakSyndrome::not_ready, Errc::busy,
+           fmt::format("sent {} but no receive was posted here (receiver not ready); post "
+                       "receives before the peer writes",
+                       describe_incoming()));
+    return false;
+  }
+  if (in_.length == 0) {  // touches no memory: no region check (as on InfiniBand)
+    finish_write_frame();
+    return true;
+  }
+  std::shared_lock lock(registry_->mutex());
+  const Registry::Entry* e = registry_->find_remote_locked(in_.rkey);
+  const char* violation = nullptr;
+  if (e == nullptr)
+    violation = "its rkey is not registered here (forged or stale key)";
+  else if (!has(e->access, Access::remote_write))
+    violation = "its region is not registered with remote write access";
+  else if (!e->covers(static_cast<uintptr_t>(in_.remote_addr), in_.length))
+    violation = "the range does not lie wholly inside the region of that rkey";
+  if (violation != nullptr) {
+    std::string region = e == nullptr
+                             ? std::string()
+                             : fmt::format(" [0x{:x}, 0x{:x})", e->begin, e->begin + e->length);
+    lock.unlock();
+    refuse(NakSyndrome::remote_access, Errc::remote_access,
+           fmt::format("sent {}: {}{}; nothing was written; re-exchange region descriptors",
+                       describe_incoming(), violation, region));
+    return false;
+  }
+  in_generation_ = e->generation;
+  in_done_ = 0;
+  rstate_ = RecvState::payload;
+  return true;
+}
+
+void TcpConnection::finish_write_frame() noexcept {
+  recv_seq_ = in_.seq;
+  uint64_t wr_id = rq_[rq_consumed_ % rq_.size()];
+  ++rq_consumed_;
+  ++recv_cq_pending_;
+  push_completion(
+      Completion{wr_id, in_.imm, in_.length, WcOpcode::recv_rdma_with_imm, WcStatus::success});
+  if ((in_.flags & kFlagAckRequested) != 0) ack_wanted_ = recv_seq_;
+}
+
+void TcpConnection::retire_acked(uint64_t acked_seq) noexcept {
+  while (sq_retired_ < acked_seq) {
+    const SendSlot& s = slot(sq_retired_);
+    if (s.signaled) {
+      ++send_cq_pending_;
+      push_completion(Completion{s.wr_id, 0, s.length, WcOpcode::rdma_write, WcStatus::success});
+    }
+    ++sq_retired_;
+  }
+}
+
+void TcpConnection::push_completion(const Completion& c) noexcept {
+  // Cannot overflow: send_in_use() and the receive accounting keep the completions that
+  // are queued or may still be produced within cq_.size().
+  cq_[cq_tail_ % cq_.size()] = c;
+  ++cq_tail_;
+}
+
+// ------------------------------------------------------------------------------ errors
+
+void TcpConnection::fail(Error why, uint64_t failed_seq, WcStatus status) noexcept {
+  if (!healthy()) return;
+  error_ = std::move(why);
+  healthy_.store(false, std::memory_order_release);
+  for (uint64_t i = sq_retired_; i < sq_posted_; ++i) {
+    const SendSlot& s = slot(i);
+    ++send_cq_pending_;
+    push_completion(Completion{s.wr_id, 0, 0, WcOpcode::rdma_write,
+                               i + 1 == failed_seq ? status : WcStatus::flushed});
+  }
+  sq_retired_ = sq_sent_ = sq_posted_;
+  sq_offset_ = 0;
+  for (uint64_t i = rq_consumed_; i < rq_posted_; ++i) {
+    ++recv_cq_pending_;
+    push_completion(
+        Completion{rq_[i % rq_.size()], 0, 0, WcOpcode::recv_rdma_with_imm, WcStatus::flushed});
+  }
+  rq_consumed_ = rq_posted_;
+  ctl_pending_ = false;
+  if (fd_.valid()) ::shutdown(fd_.get(), SHUT_RDWR);
+}
+
+void TcpConnection::refuse(NakSyndrome syndrome, Errc code, std::string violation) noexcept {
+  // Tell the requester which write failed: finish what is half on the wire (a control frame
+  // or a data frame whose buffer is still ours to read), then the NAK; bounded wait.
+  auto deadline = Deadline::after(kLastWordGrace);
+  bool ok = true;
+  if (ctl_pending_ && ctl_offset_ > 0)
+    ok = send_blocking(fd_.get(), ctl_ + ctl_offset_, kFrameHeaderBytes - ctl_offset_, deadline);
+  if (ok && sq_offset_ > 0 && sq_sent_ < sq_posted_) {
+    const SendSlot& s = slot(sq_sent_);
+    if (sq_offset_ < kFrameHeaderBytes)
+      ok =
+          send_blocking(fd_.get(), s.header + sq_offset_, kFrameHeaderBytes - sq_offset_, deadline);
+    size_t payload_off = sq_offset_ > kFrameHeaderBytes ? sq_offset_ - kFrameHeaderBytes : 0;
+    if (ok && s.length > payload_off)
+      ok = send_blocking(fd_.get(), s.data + payload_off, s.length - payload_off, deadline);
+  }
+  if (ok) {
+    uint8_t nak[kFrameHeaderBytes];
+    FrameHeader h;
+    h.type = FrameType::nak;
+    h.rkey = static_cast<uint32_t>(syndrome);
+    h.seq = in_.seq;
+    h.encode(nak);
+    send_blocking(fd_.get(), nak, sizeof nak, deadline);
+  }
+  fail(Error(code, fmt::format("{} {}; the connection was closed", peer_name_, violation)), 0,
+       WcStatus::flushed);
+}
+
+}  // namespace rdmarepl::transport::tcp

@@ -1,0 +1,139 @@
+// One TCP transport connection (the counterpart of an RC queue pair). Private to the TCP
+// transport; users see it as a transport::Connection. Design and checks: docs/transport.md.
+//
+// Progress is made by the owner's calls: post_writes() tries to send at once, poll() sends
+// what is left, reads and places incoming frames, sends acknowledgements and reaps
+// completions; wait() blocks in poll(2) on the socket. There is no internal thread, so the
+// bytes are moved by the thread that owns the connection and no completion crosses threads.
+// Every queue is allocated when the connection is built: the data path neither allocates
+// nor throws.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rdmarepl/transport/bootstrap/socket.h"
+#include "rdmarepl/transport/tcp/frame.h"
+#include "rdmarepl/transport/tcp/registry.h"
+#include "rdmarepl/transport/transport.h"
+
+namespace rdmarepl::transport::tcp {
+
+class TcpConnection final : public Connection {
+ public:
+  // Limits of ConnectionOptions::send_queue_depth / recv_queue_depth.
+  static constexpr uint32_t kMaxQueueDepth = 1u << 16;
+
+  TcpConnection(bootstrap::Fd fd, std::shared_ptr<const Registry> registry, PeerInfo peer,
+                uint32_t send_queue_depth, uint32_t recv_queue_depth);
+  ~TcpConnection() override;
+
+  PostStatus post_writes(std::span<const WriteRequest> requests) noexcept override;
+  PostStatus post_recvs(uint32_t count, uint64_t first_wr_id) noexcept override;
+  size_t poll(std::span<Completion> out) noexcept override;
+  Status wait(std::chrono::milliseconds timeout) override;
+  [[nodiscard]] bool healthy() const noexcept override {
+    return healthy_.load(std::memory_order_acquire);
+  }
+  [[nodiscard]] Error error() const override;
+  [[nodiscard]] const PeerInfo& peer() const noexcept override { return peer_; }
+  void close() noexcept override;
+
+ private:
+  struct SendSlot {
+    uint64_t wr_id = 0;
+    const uint8_t* data = nullptr;
+    uint32_t length = 0;
+    uint32_t lkey = 0;
+    bool signaled = false;
+    bool bad_lkey = false;  // fails with local_protection_error when it reaches the wire
+    uint8_t header[kFrameHeaderBytes] = {};
+  };
+  // What a gathered iovec belongs to, so that a partial send can be accounted.
+  struct IovOwner {
+    bool control = false;
+    uint32_t bytes = 0;
+  };
+  enum class RecvState : uint8_t { header, payload };
+
+  static constexpr int kMaxIov = 64;  // iovecs per sendmsg (IOV_MAX is 1024)
+  // Bytes read per poll() before returning to the caller, so one busy connection cannot
+  // starve the completions of another polled by the same thread.
+  static constexpr size_t kRecvBudgetBytes = 8u << 20;
+
+  SendSlot& slot(uint64_t index) noexcept { return sq_[index % sq_.size()]; }
+  [[nodiscard]] uint64_t send_in_use() const noexcept {
+    return (sq_posted_ - sq_retired_) + send_cq_pending_;
+  }
+
+  void progress_send() noexcept;
+  void progress_recv() noexcept;
+  void push_completion(const Completion& c) noexcept;
+  void retire_acked(uint64_t acked_seq) noexcept;
+  bool start_frame() noexcept;  // header complete: check it; false when the conn failed
+  void finish_write_frame() noexcept;
+  void queue_control(FrameType type, uint64_t seq, uint32_t syndrome) noexcept;
+  // Moves to the error state: `failed_slot` (if any, by sequence number) completes with
+  // `status`, every other outstanding request and posted receive with `flushed`.
+  void fail(Error why, uint64_t failed_seq, WcStatus status) noexcept;
+  // The responder's side of a refused write: NAK, error naming the peer and the violation.
+  void refuse(NakSyndrome syndrome, Errc code, std::string violation) noexcept;
+  void flush_control_briefly() noexcept;
+  std::string describe_incoming() const;
+
+  bootstrap::Fd fd_;
+  std::shared_ptr<const Registry> registry_;
+  PeerInfo peer_;
+  std::string peer_name_;  // "node 'x' at host:port", for messages
+
+  std::atomic<bool> healthy_{true};
+  Error error_;
+
+  // Send queue: slots [sq_retired_, sq_posted_) are outstanding; slot index i carries the
+  // write with sequence number i + 1. sq_sent_ frames are wholly on the wire; sq_offset_
+  // bytes of the next one are.
+  std::vector<SendSlot> sq_;
+  uint64_t sq_posted_ = 0;
+  uint64_t sq_retired_ = 0;
+  uint64_t sq_sent_ = 0;
+  size_t sq_offset_ = 0;
+  uint64_t send_cq_pending_ = 0;
+  uint32_t ack_interval_ = 1;  // also ask for an ack every this many writes
+
+  // One pending control frame (ack or nak) sent between data frames.
+  uint8_t ctl_[kFrameHeaderBytes] = {};
+  size_t ctl_offset_ = 0;
+  bool ctl_pending_ = false;
+  bool nak_queued_ = false;  // after a NAK nothing else is sent
+  uint64_t ack_wanted_ = 0;  // highest placed seq the requester asked us to acknowledge
+  uint64_t ack_sent_ = 0;
+
+  // Receive queue of posted receive wr_ids.
+  std::vector<uint64_t> rq_;
+  uint64_t rq_posted_ = 0;
+  uint64_t rq_consumed_ = 0;
+  uint64_t recv_cq_pending_ = 0;
+
+  // Incoming frame state.
+  RecvState rstate_ = RecvState::header;
+  uint8_t rhdr_[kFrameHeaderBytes] = {};
+  size_t rhdr_have_ = 0;
+  FrameHeader in_;
+  uint64_t in_generation_ = 0;  // registration being written into
+  size_t in_done_ = 0;          // payload bytes placed
+  uint64_t recv_seq_ = 0;       // last write placed
+
+  // Completion queue (ring); capacity send + receive depth, see send_in_use().
+  std::vector<Completion> cq_;
+  uint64_t cq_head_ = 0;
+  uint64_t cq_tail_ = 0;
+
+  std::vector<iovec> iov_;
+  std::vector<IovOwner> iov_owner_;
+};
+
+}  // namespace rdmarepl::transport::tcp
