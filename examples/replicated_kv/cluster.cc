@@ -181,8 +181,12 @@ Result<RunResult> run_cluster(const RunConfig& config) {
     if (!(d == leader_digest)) result.verified = false;
   }
 
-  (void)leader.control().send_line("quit");
-  for (auto& f : followers) (void)f.control().send_line("quit");
+  // Mute every role before any of them closes a connection, then stop them.
+  std::vector<ChildProcess*> roles{&leader};
+  for (auto& f : followers) roles.push_back(&f);
+  for (auto* c : roles) (void)c->control().send_line("mute");
+  for (auto* c : roles) (void)expect(*c, "muted", 10s);
+  for (auto* c : roles) (void)c->control().send_line("quit");
   double cpu = reaped_cpu;
   auto finish = [&](ChildProcess& c) {
     if (!c.wait(10s)) c.kill_and_reap();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "kv_store.h"
 #include "latency.h"
 #include "rdmarepl/core/clock.h"
+#include "rdmarepl/core/log.h"
 #include "rdmarepl/replication/channel.h"
 #include "run_config.h"
 
@@ -34,6 +36,13 @@ std::string one_line(std::string s) {
 int fail(ControlSocket& ctl, const std::string& what) {
   (void)ctl.send_line("error message=" + one_line(what));
   return 1;
+}
+
+// Before shutdown every role stops logging: the first process to close its connections
+// would otherwise make the others log the (expected) disconnection as an error.
+void mute(ControlSocket& ctl) {
+  log::set_level(log::Level::off);
+  (void)ctl.send_line("muted");
 }
 
 Result<std::vector<transport::Endpoint>> parse_peers(const std::string& text) {
@@ -181,6 +190,7 @@ int run_leader(const Flags& flags, ControlSocket& ctl) {
     auto line = ctl.read_line(std::chrono::hours(1));
     if (!line || *line == "quit") break;
     if (*line == "digest") (void)ctl.send_line("digest value=" + store.digest().to_string());
+    if (*line == "mute") mute(ctl);
   }
   channel.close();
   return 0;
@@ -206,6 +216,7 @@ int run_follower(const Flags& flags, ControlSocket& ctl) {
   for (;;) {
     auto line = ctl.read_line(std::chrono::hours(24));
     if (!line || *line == "quit") break;  // a closed control socket means the run is over
+    if (*line == "mute") mute(ctl);
     if (*line == "digest") {
       auto m = channel.metrics();
       (void)ctl.send_line(fmt::format("digest value={} applied={} skipped={}",
@@ -222,6 +233,9 @@ int run_follower(const Flags& flags, ControlSocket& ctl) {
 std::optional<int> run_role_if_requested(int argc, char** argv) {
   if (argc < 3 || std::strcmp(argv[1], "--role") != 0) return std::nullopt;
   ControlSocket ctl(kControlFd);
+  // Connection notices would tear through the coordinator's progress bar; warnings and
+  // errors still show. RDMAREPL_LOG_LEVEL overrides.
+  if (std::getenv("RDMAREPL_LOG_LEVEL") == nullptr) log::set_level(log::Level::warn);
   auto flags = Flags::parse(argc, argv, {});
   if (!flags) return fail(ctl, flags.error().message());
   std::string role = flags->get("role");

@@ -47,9 +47,9 @@ std::string_view polling_name(PollingMode mode) noexcept {
 }
 
 std::vector<std::string> run_config_flag_names() {
-  return {"transport",   "ack",        "polling",     "followers",     "records",
-          "key-size",    "value-size", "keyspace",    "erase-percent", "seed",
-          "batch-bytes", "shards",     "retain-bytes"};
+  return {"transport",   "ack",        "polling",      "followers",     "records",
+          "key-size",    "value-size", "keyspace",     "erase-percent", "seed",
+          "batch-bytes", "shards",     "retain-bytes", "poll-us",       "flush-us"};
 }
 
 std::vector<std::string> to_args(const RunConfig& c) {
@@ -66,7 +66,9 @@ std::vector<std::string> to_args(const RunConfig& c) {
           "--seed",          std::to_string(w.seed),
           "--batch-bytes",   std::to_string(c.batch_bytes),
           "--shards",        std::to_string(c.shards),
-          "--retain-bytes",  std::to_string(c.retain_bytes)};
+          "--retain-bytes",  std::to_string(c.retain_bytes),
+          "--poll-us",       std::to_string(c.poll_us),
+          "--flush-us",      std::to_string(c.flush_us)};
 }
 
 Status apply_flags(const Flags& f, RunConfig& c) {
@@ -111,6 +113,8 @@ Status apply_flags(const Flags& f, RunConfig& c) {
   RDMAREPL_TRY(u64("batch-bytes", c.batch_bytes));
   RDMAREPL_TRY(u32("shards", c.shards));
   RDMAREPL_TRY(u64("retain-bytes", c.retain_bytes));
+  RDMAREPL_TRY(u64("poll-us", c.poll_us));
+  RDMAREPL_TRY(u64("flush-us", c.flush_us));
   if (f.has("value-size")) {
     auto r = parse_range(f.get("value-size"), "--value-size");
     if (!r) return std::move(r).error();
@@ -147,6 +151,8 @@ void common_options(const RunConfig& c, replication::ChannelOptions& o) {
   o.polling = c.polling;
   if (c.shards != 0) o.shards = c.shards;
   if (c.batch_bytes != 0) o.batch_bytes = c.batch_bytes;
+  if (c.poll_us != 0) o.poll_interval = std::chrono::microseconds(c.poll_us);
+  if (c.flush_us != 0) o.flush_delay = std::chrono::microseconds(c.flush_us);
   // The largest value must fit one record; leave room for the key and the headers.
   o.max_value_bytes = std::max<size_t>(c.workload.value_max, 4096);
   // The receive ring holds several full batches and the largest record several times over.

@@ -23,7 +23,9 @@ struct RunConfig {
   WorkloadSpec workload;
   uint64_t batch_bytes = 0;   // 0: the channel's default
   uint32_t shards = 0;        // 0: the channel's default
-  uint64_t retain_bytes = 0;  // 0: sized from the workload (see leader_options())
+  uint64_t retain_bytes = 0;  // 0: the channel's default
+  uint64_t poll_us = 0;       // 0: the channel's default poll_interval
+  uint64_t flush_us = 0;      // 0: the channel's default flush_delay
 
   // Demo: SIGKILL one follower when this fraction of the records was written, and restart
   // it when `restart_at` was written (or a second passed). kill_at <= 0: no kill.
