@@ -262,6 +262,7 @@ Status Follower::wait_all_acked(std::chrono::milliseconds) {
 void Follower::close() noexcept {
   if (closed_.exchange(true)) return;
   stop_threads();
+  listener_.reset();  // refuse new connections at once, not after the destructor
   for (auto& sp : shards_) {
     std::lock_guard lock(sp->mu);
     if (sp->conn) {

@@ -129,7 +129,9 @@ void Leader::seal_open(Shard& s) noexcept {
   d.first_seq = s.open.first_seq();
   d.count = s.open.count();
   d.t0_ns = s.open_t0;
+  d.large = s.open_large;
   s.open_active = false;
+  s.open_large = false;
   push_desc(s, d);
 }
 
@@ -172,6 +174,7 @@ WriteResult Leader::write(Op op, std::string_view key, std::string_view value) n
       s.open.start(s.window.data() + p.offset, s.window.size() - p.offset,
                    static_cast<uint16_t>(shard), s.next_seq.load(std::memory_order_relaxed));
       s.open_active = true;
+      s.open_large = large;
       s.open_offset = p.offset;
       s.open_consumed = p.consumed;
       s.open_t0 = mono_ns();

@@ -87,6 +87,7 @@ class Leader final : public CoreBase {
     uint64_t latency_bn = 0;       // next batch whose commit latency is not yet recorded
     BatchBuilder open;
     bool open_active = false;
+    bool open_large = false;  // the open batch holds one record for the large-record buffer
     uint64_t open_offset = 0;
     uint64_t open_consumed = 0;
     uint64_t open_t0 = 0;

@@ -19,8 +19,10 @@ namespace {
 struct GoodStore {
   std::map<std::string, std::string> data;
   void apply(const Record& r) {
-    if (r.op == Op::put) data[std::string(r.key)] = r.value;
-    else data.erase(std::string(r.key));
+    if (r.op == Op::put)
+      data[std::string(r.key)] = r.value;
+    else
+      data.erase(std::string(r.key));
   }
   bool get(std::string_view k, std::string& out) {
     auto it = data.find(std::string(k));
@@ -160,7 +162,8 @@ TEST_CASE("histogram buckets bound values within 12.5% and report percentiles", 
     const unsigned b = Histogram::bucket_of(v);
     REQUIRE(b < Histogram::kBuckets);
     CHECK(Histogram::bucket_upper(b) >= v);
-    if (v >= 8) CHECK(static_cast<double>(Histogram::bucket_upper(b) - v) <= 0.125 * static_cast<double>(v));
+    if (v >= 8)
+      CHECK(static_cast<double>(Histogram::bucket_upper(b) - v) <= 0.125 * static_cast<double>(v));
     if (b > 0) CHECK(Histogram::bucket_upper(b - 1) < v);
   }
   Histogram h;

@@ -21,7 +21,8 @@ struct Input {
 };
 
 // Encodes `records` into a fresh buffer; returns the padded batch bytes.
-std::vector<std::byte> encode(const std::vector<Input>& records, uint16_t shard, uint64_t first_seq) {
+std::vector<std::byte> encode(const std::vector<Input>& records, uint16_t shard,
+                              uint64_t first_seq) {
   size_t total = kBatchHeaderSize;
   for (const auto& r : records) total += record_size(r.key.size(), r.value.size());
   std::vector<std::byte> buf(align_batch(total));
@@ -201,7 +202,9 @@ TEST_CASE("a batch with a consistent CRC but inconsistent records is rejected", 
     bad[28] = std::byte{1};
     CHECK(forge(bad) == BatchError::bad_reserved);
   }
-  SECTION("the untouched batch passes") { CHECK(forge(good) == BatchError::ok); }
+  SECTION("the untouched batch passes") {
+    CHECK(forge(good) == BatchError::ok);
+  }
 }
 
 TEST_CASE("random batches round-trip", "[batch]") {

@@ -1,0 +1,312 @@
+// The replication engine over the in-process loopback transport: ordering, catch-up, bad
+// batches and dropped connections, deterministic and fast enough to run under TSan.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "loopback_transport.h"
+#include "rdmarepl/rdmarepl.h"
+#include "rdmarepl/replication/batch_format.h"
+#include "rdmarepl/replication/transport_select.h"
+#include "test_store.h"
+
+using namespace rdmarepl;
+using namespace std::chrono_literals;
+using test::LoopbackFabric;
+using test::LoopbackTransport;
+using test::MapStore;
+
+namespace {
+
+using Channel = ReplicationChannel<MapStore>;
+
+ChannelOptions base_options() {
+  ChannelOptions o;
+  o.shards = 3;
+  o.ring_bytes = 256 * 1024;
+  o.batch_bytes = 16 * 1024;
+  o.max_value_bytes = 1 << 20;
+  o.retain_bytes = 8 << 20;
+  o.queue_depth = 32;
+  o.polling = PollingMode::sleep;
+  o.poll_interval = 50us;
+  o.reconnect_interval = 20ms;
+  o.flush_delay = 100us;
+  return o;
+}
+
+struct Follower {
+  MapStore store;
+  std::unique_ptr<Channel> channel;
+};
+
+std::unique_ptr<Follower> start_follower(const std::shared_ptr<LoopbackFabric>& fabric,
+                                         ChannelOptions o, uint16_t port) {
+  auto f = std::make_unique<Follower>();
+  o.role = Role::follower;
+  o.listen = {"loopback", port};
+  o.node_id = "follower";
+  auto ch = Channel::create(o, f->store, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(ch.ok());
+  f->channel = std::move(ch).value();
+  return f;
+}
+
+struct Cluster {
+  std::shared_ptr<LoopbackFabric> fabric = std::make_shared<LoopbackFabric>();
+  std::vector<std::unique_ptr<Follower>> followers;
+  MapStore leader_store;
+  std::unique_ptr<Channel> leader;
+  ChannelOptions options;
+
+  explicit Cluster(ChannelOptions o, int n = 2) : options(o) {
+    for (int i = 0; i < n; ++i) {
+      followers.push_back(start_follower(fabric, o, static_cast<uint16_t>(30000 + i)));
+      options.peers.push_back({"loopback", static_cast<uint16_t>(30000 + i)});
+    }
+  }
+  void start_leader() {
+    options.role = Role::leader;
+    auto ch = Channel::create(options, leader_store, std::make_unique<LoopbackTransport>(fabric));
+    REQUIRE(ch.ok());
+    leader = std::move(ch).value();
+  }
+};
+
+// Writes `count` records from `threads` writers, each on its own key range so that the
+// expected final state is known; returns the last ticket of each writer.
+std::vector<Ticket> write_load(Cluster& c, int threads, int count, uint64_t seed,
+                               size_t max_value) {
+  std::vector<std::thread> ts;
+  std::vector<Ticket> last(static_cast<size_t>(threads));
+  std::atomic<int> failures{0};
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      std::mt19937_64 rng(seed + static_cast<uint64_t>(t));
+      for (int i = 0; i < count / threads; ++i) {
+        std::string key = "t" + std::to_string(t) + ":" + std::to_string(rng() % 500);
+        WriteResult w;
+        if (rng() % 5 == 0) {
+          w = c.leader->erase(key);
+          c.leader_store.erase(key);
+        } else {
+          std::string value(rng() % (max_value + 1), static_cast<char>('a' + rng() % 26));
+          w = c.leader->replicate(key, value);
+          c.leader_store.put(key, value);
+        }
+        if (!w.ok()) ++failures;
+        last[static_cast<size_t>(t)] = w.ticket;
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  REQUIRE(failures == 0);
+  return last;
+}
+
+void require_converged(Cluster& c) {
+  auto st = c.leader->wait_all_acked(30s);
+  INFO((st.ok() ? std::string() : st.error().message()));
+  auto lm = c.leader->metrics();
+  INFO("leader: sealed " << lm.batches_sealed << " sent " << lm.batches_sent << " credit stalls "
+                         << lm.credit_stalls << " window stalls " << lm.window_stalls
+                         << " queue depth " << lm.queue_depth);
+  std::string applied;
+  for (auto& f : c.followers) {
+    applied += " | batches " + std::to_string(f->channel->metrics().batches_applied) + " seqs";
+    for (uint32_t s = 0; s < c.options.shards; ++s)
+      applied += " " + std::to_string(f->channel->applied_seq(s)) + "/" +
+                 std::to_string(c.leader->last_seq(s));
+  }
+  INFO("followers:" << applied);
+  REQUIRE(st.ok());
+  for (auto& f : c.followers) CHECK(f->store.digest() == c.leader_store.digest());
+}
+
+}  // namespace
+
+TEST_CASE("leader and two followers converge under concurrent writers", "[channel][concurrency]") {
+  for (auto mode : {AckMode::none, AckMode::one, AckMode::all, AckMode::quorum}) {
+    INFO("ack mode " << static_cast<int>(mode));
+    auto o = base_options();
+    o.ack_mode = mode;
+    Cluster c(o);
+    c.start_leader();
+    auto last = write_load(c, 4, 8000, 1, 2000);
+    for (auto t : last) REQUIRE(c.leader->wait(t, 30s).ok());
+    require_converged(c);
+    auto m = c.leader->metrics();
+    CHECK(m.records_replicated == 8000);
+    CHECK(m.batches_sent >= 2 * m.batches_sealed);
+    CHECK(m.ack_latency_ns.count == (mode == AckMode::none ? 0u : 8000u));
+    for (auto& f : c.followers) CHECK(f->channel->metrics().records_applied == 8000);
+  }
+}
+
+TEST_CASE("per-key order holds: the last write of a key wins everywhere",
+          "[channel][concurrency]") {
+  Cluster c(base_options());
+  c.start_leader();
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 3; ++t)
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < 3000; ++i) {
+        auto key = "k" + std::to_string(i % 10);
+        auto w = c.leader->replicate(key, std::to_string(t) + ":" + std::to_string(i));
+        REQUIRE(w.ok());
+      }
+    });
+  for (auto& t : ts) t.join();
+  REQUIRE(c.leader->wait_all_acked(30s).ok());
+  // Every follower applied the same sequence per shard, so they agree with each other.
+  CHECK(c.followers[0]->store.digest() == c.followers[1]->store.digest());
+  for (uint32_t s = 0; s < c.options.shards; ++s)
+    CHECK(c.followers[0]->channel->applied_seq(s) == c.leader->last_seq(s));
+}
+
+TEST_CASE("large values and large keys round-trip through the large-record buffer", "[channel]") {
+  auto o = base_options();
+  o.max_value_bytes = 16 << 20;
+  o.retain_bytes = 40 << 20;
+  Cluster c(o, 1);
+  c.start_leader();
+  std::string big(16 << 20, 'v');
+  for (size_t i = 0; i < big.size(); i += 4096) big[i] = static_cast<char>(i / 4096);
+  const std::string big_key(replication::kMaxKeyBytes, 'k');
+  for (int round = 0; round < 3; ++round) {
+    auto w1 = c.leader->replicate("big" + std::to_string(round), big);
+    auto w2 = c.leader->replicate(big_key, "small" + std::to_string(round));
+    auto w3 = c.leader->replicate("small", std::string(100, 's'));
+    REQUIRE(w1.ok());
+    REQUIRE(w2.ok());
+    REQUIRE(w3.ok());
+    c.leader_store.put("big" + std::to_string(round), big);
+    c.leader_store.put(big_key, "small" + std::to_string(round));
+    c.leader_store.put("small", std::string(100, 's'));
+  }
+  // 64 KiB keys are allowed; one byte more is refused on the data path, not thrown.
+  CHECK(c.leader->replicate(std::string(replication::kMaxKeyBytes + 1, 'x'), "v").status ==
+        WriteStatus::too_large);
+  CHECK(c.leader->replicate("x", std::string((16 << 20) + 1, 'v')).status ==
+        WriteStatus::too_large);
+  require_converged(c);
+}
+
+TEST_CASE("a corrupted batch drops the connection, nothing of it is applied, the leader resends",
+          "[channel][fault]") {
+  auto o = base_options();
+  Cluster c(o);
+  std::atomic<int> writes{0};
+  std::atomic<int> corrupted{0};
+  c.fabric->leader_hook = [&](const transport::WriteRequest& wr, std::vector<std::byte>& bytes) {
+    // Flip a payload byte of every 50th batch write (acks are zero-length).
+    if (!bytes.empty() && ++writes % 50 == 0 && bytes.size() > 40) {
+      bytes[bytes.size() / 2] ^= std::byte{0x20};
+      ++corrupted;
+    }
+    (void)wr;
+    return true;
+  };
+  c.start_leader();
+  write_load(c, 2, 6000, 7, 3000);
+  require_converged(c);
+  CHECK(corrupted > 0);
+  uint64_t protocol_errors = 0;
+  for (auto& f : c.followers) protocol_errors += f->channel->metrics().protocol_errors;
+  CHECK(protocol_errors >= static_cast<uint64_t>(corrupted.load()));
+  CHECK(c.leader->metrics().reconnects > 0);
+  // Exactly once: no follower applied a record twice.
+  for (auto& f : c.followers) {
+    uint64_t applied_seqs = 0;
+    for (uint32_t s = 0; s < c.options.shards; ++s) applied_seqs += f->channel->applied_seq(s);
+    CHECK(f->store.applied == applied_seqs);
+  }
+}
+
+TEST_CASE("a connection dropped mid-stream is re-established and caught up", "[channel][fault]") {
+  Cluster c(base_options());
+  std::atomic<int> writes{0};
+  c.fabric->leader_hook = [&](const transport::WriteRequest&, std::vector<std::byte>& bytes) {
+    return bytes.empty() || ++writes % 97 != 0;  // every 97th batch write kills the link
+  };
+  c.start_leader();
+  auto last = write_load(c, 3, 6000, 11, 1000);
+  for (auto t : last) REQUIRE(c.leader->wait(t, 30s).ok());
+  require_converged(c);
+  CHECK(c.leader->metrics().reconnects > 0);
+  for (auto& f : c.followers) {
+    uint64_t applied_seqs = 0;
+    for (uint32_t s = 0; s < c.options.shards; ++s) applied_seqs += f->channel->applied_seq(s);
+    CHECK(f->store.applied == applied_seqs);
+  }
+}
+
+TEST_CASE("a restarted follower is caught up from the retained window", "[channel][fault]") {
+  Cluster c(base_options());
+  c.start_leader();
+  write_load(c, 2, 2000, 3, 500);
+  REQUIRE(c.leader->wait_all_acked(30s).ok());
+  // The follower process dies: its store is gone too, so it restarts from seq 0.
+  c.followers[1].reset();
+  write_load(c, 2, 2000, 4, 500);
+  c.followers[1] = start_follower(c.fabric, c.options, 30001);
+  require_converged(c);
+  CHECK(c.leader->metrics().reconnects > 0);
+}
+
+TEST_CASE("ack=all with a follower away: wait fails after away_timeout, or waits", "[channel]") {
+  auto o = base_options();
+  o.ack_mode = AckMode::all;
+  o.away_policy = AwayPolicy::fail;
+  o.away_timeout = 200ms;
+  Cluster c(o);
+  c.start_leader();
+  auto w = c.leader->replicate("a", "1");
+  REQUIRE(c.leader->wait(w.ticket, 10s).ok());
+  c.followers[1]->channel->close();
+  w = c.leader->replicate("a", "2");
+  auto st = c.leader->wait(w.ticket, 10s);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().is(Errc::timeout));
+  CHECK_THAT(st.error().message(), Catch::Contains("away_timeout") && Catch::Contains("30001"));
+  // The same write meets ack=one: the other follower has it.
+  CHECK(c.followers[0]->channel->applied_seq(w.ticket.shard) >= w.ticket.seq);
+}
+
+TEST_CASE("ack=all with away_policy=wait completes once the follower is back", "[channel]") {
+  auto o = base_options();
+  o.ack_mode = AckMode::all;
+  o.away_policy = AwayPolicy::wait;
+  Cluster c(o);
+  c.start_leader();
+  c.followers[0].reset();
+  auto w = c.leader->replicate("a", "1");
+  c.leader_store.put("a", "1");
+  auto st = c.leader->wait(w.ticket, 100ms);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().is(Errc::timeout));
+  c.followers[0] = start_follower(c.fabric, c.options, 30000);
+  REQUIRE(c.leader->wait(w.ticket, 30s).ok());
+  require_converged(c);
+}
+
+TEST_CASE("a follower too far behind the retained window gets a clear error", "[channel]") {
+  auto o = base_options();
+  o.retain_bytes = 2 * replication::single_record_batch_size(replication::kMaxKeyBytes, 1 << 20) +
+                   2 * o.batch_bytes;
+  o.ack_mode = AckMode::one;
+  Cluster c(o);
+  c.start_leader();
+  c.followers[1].reset();
+  write_load(c, 1, 20000, 5, 2000);  // far more than the window holds
+  REQUIRE(c.leader->wait_all_acked(200ms).error().is(Errc::timeout));
+  CHECK(c.followers[0]->store.digest() == c.leader_store.digest());
+}
+
+TEST_CASE("transport selection explains why verbs is unavailable", "[channel]") {
+  auto t = replication::select_transport(TransportKind::verbs);
+  REQUIRE_FALSE(t.ok());
+  CHECK_THAT(t.error().message(), Catch::Contains("verbs"));
+}

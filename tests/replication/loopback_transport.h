@@ -1,0 +1,294 @@
+// An in-process transport for deterministic engine tests: both ends of a connection live in
+// one process and a write-with-immediate is a checked memcpy into the peer's registered
+// region plus a receive completion. Like RC verbs with rnr_retry = 7, a write that finds no
+// posted receive waits (in order) until one is posted. A hook can corrupt or drop writes.
+// The real transports are tested by their conformance suite; this one only has to be
+// faithful enough for the replication engine's logic.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "rdmarepl/transport/transport.h"
+
+namespace rdmarepl::test {
+
+using namespace rdmarepl::transport;
+
+class LoopbackFabric;
+
+// Decides the fate of one write before it is delivered: return false to fail the
+// connection (as if the link dropped); may modify the bytes (a copy) to corrupt them.
+using WriteHook = std::function<bool(const WriteRequest&, std::vector<std::byte>& bytes)>;
+
+class LoopbackRegion final : public MemoryRegion {
+ public:
+  explicit LoopbackRegion(RegisteredRegion r) : r_(r) {}
+  const RegisteredRegion& region() const noexcept override { return r_; }
+
+ private:
+  RegisteredRegion r_;
+};
+
+struct LoopbackEnd;
+
+// Regions one process registered: the responder checks rkey and range against them.
+struct RegionTable {
+  std::mutex mu;
+  std::vector<RegisteredRegion> regions;
+  uint32_t next_key = 1;
+  bool check(uint64_t addr, uint32_t len, uint32_t rkey) {
+    std::lock_guard lock(mu);
+    for (auto& r : regions) {
+      auto base = reinterpret_cast<uint64_t>(r.addr);
+      if (r.keys.rkey == rkey && has(r.access, Access::remote_write) && addr >= base &&
+          addr + len <= base + r.length)
+        return true;
+    }
+    return false;
+  }
+};
+
+struct LoopbackEnd {
+  std::mutex mu;
+  std::deque<Completion> cq;
+  std::deque<std::pair<WriteRequest, std::vector<std::byte>>> pending;  // waiting for receives
+  uint32_t recvs = 0;
+  uint64_t next_recv_id = 0;
+  bool failed = false;
+  std::string why;
+  std::shared_ptr<RegionTable> table;
+  std::weak_ptr<LoopbackEnd> peer;
+  PeerInfo info;
+  WriteHook hook;
+
+  // Caller holds mu.
+  void deliver_locked() {
+    while (!pending.empty() && recvs > 0 && !failed) {
+      auto& [wr, bytes] = pending.front();
+      if (!bytes.empty())
+        std::memcpy(reinterpret_cast<void*>(wr.remote_addr), bytes.data(), bytes.size());
+      --recvs;
+      Completion c;
+      c.wr_id = next_recv_id++;
+      c.imm = wr.imm;
+      c.byte_len = wr.length;
+      c.opcode = WcOpcode::recv_rdma_with_imm;
+      cq.push_back(c);
+      pending.pop_front();
+    }
+  }
+  void fail_locked(std::string reason) {
+    if (failed) return;
+    failed = true;
+    why = std::move(reason);
+    pending.clear();
+    Completion c;
+    c.status = WcStatus::flushed;
+    cq.push_back(c);
+  }
+};
+
+class LoopbackConnection final : public Connection {
+ public:
+  explicit LoopbackConnection(std::shared_ptr<LoopbackEnd> me) : me_(std::move(me)) {}
+  ~LoopbackConnection() override { close(); }
+
+  PostStatus post_writes(std::span<const WriteRequest> reqs) noexcept override {
+    auto peer = me_->peer.lock();
+    {
+      std::lock_guard lock(me_->mu);
+      if (me_->failed || !peer) return PostStatus::disconnected;
+    }
+    for (const auto& wr : reqs) {
+      std::vector<std::byte> bytes(wr.length);
+      if (wr.length != 0) std::memcpy(bytes.data(), wr.local_addr, wr.length);
+      bool keep = true;
+      if (me_->hook) keep = me_->hook(wr, bytes);
+      const bool ok = wr.length == 0 || peer->table->check(wr.remote_addr, wr.length, wr.rkey);
+      if (!keep || !ok) {
+        fail_both(*peer, keep ? "remote access error" : "dropped by the test hook");
+        return PostStatus::ok;  // the failure shows up as completions
+      }
+      {
+        std::lock_guard lock(peer->mu);
+        if (peer->failed) return PostStatus::disconnected;
+        peer->pending.emplace_back(wr, std::move(bytes));
+        peer->deliver_locked();
+      }
+      if (wr.signaled) {
+        std::lock_guard lock(me_->mu);
+        Completion c;
+        c.wr_id = wr.wr_id;
+        c.byte_len = wr.length;
+        c.opcode = WcOpcode::rdma_write;
+        me_->cq.push_back(c);
+      }
+    }
+    return PostStatus::ok;
+  }
+  PostStatus post_recvs(uint32_t count, uint64_t) noexcept override {
+    std::lock_guard lock(me_->mu);
+    if (me_->failed) return PostStatus::disconnected;
+    me_->recvs += count;
+    me_->deliver_locked();
+    return PostStatus::ok;
+  }
+  size_t poll(std::span<Completion> out) noexcept override {
+    std::lock_guard lock(me_->mu);
+    size_t n = 0;
+    while (n < out.size() && !me_->cq.empty()) {
+      out[n++] = me_->cq.front();
+      me_->cq.pop_front();
+    }
+    return n;
+  }
+  Status wait(std::chrono::milliseconds) override { return {}; }
+  bool healthy() const noexcept override {
+    std::lock_guard lock(me_->mu);
+    return !me_->failed;
+  }
+  Error error() const override {
+    std::lock_guard lock(me_->mu);
+    return me_->failed ? Error(Errc::connection_closed, me_->why) : Error();
+  }
+  const PeerInfo& peer() const noexcept override { return me_->info; }
+  void close() noexcept override {
+    if (auto peer = me_->peer.lock()) fail_both(*peer, "closed");
+  }
+
+ private:
+  void fail_both(LoopbackEnd& peer, const std::string& why) {
+    {
+      std::lock_guard lock(me_->mu);
+      me_->fail_locked(why);
+    }
+    std::lock_guard lock(peer.mu);
+    peer.fail_locked("peer: " + why);
+  }
+  std::shared_ptr<LoopbackEnd> me_;
+};
+
+// Listeners by port, shared by every LoopbackTransport of one test.
+class LoopbackFabric {
+ public:
+  struct Incoming {
+    std::shared_ptr<LoopbackEnd> end;
+    ConnectionOptions initiator;
+    std::shared_ptr<LoopbackEnd> initiator_end;
+  };
+  struct Port {
+    std::mutex mu;
+    std::deque<std::shared_ptr<LoopbackEnd>> queue;  // acceptor ends, handshake done
+    ConnectionOptions options;                       // the acceptor's current options
+    bool has_options = false;
+    std::shared_ptr<RegionTable> table;
+    std::condition_variable cv;
+  };
+  std::mutex mu;
+  std::map<uint16_t, std::shared_ptr<Port>> ports;
+  uint16_t next_port = 20000;
+  WriteHook leader_hook;  // applied to writes from connecting sides
+};
+
+class LoopbackListener final : public Listener {
+ public:
+  LoopbackListener(std::shared_ptr<LoopbackFabric> f, std::shared_ptr<LoopbackFabric::Port> p,
+                   uint16_t port)
+      : fabric_(std::move(f)), port_(std::move(p)), number_(port) {}
+  ~LoopbackListener() override {
+    std::lock_guard lock(fabric_->mu);
+    fabric_->ports.erase(number_);
+  }
+  Result<std::unique_ptr<Connection>> accept(const ConnectionOptions& options,
+                                             std::chrono::milliseconds timeout) override {
+    std::unique_lock lock(port_->mu);
+    port_->options = options;
+    port_->has_options = true;
+    port_->cv.notify_all();
+    if (!port_->cv.wait_for(lock, timeout, [&] { return !port_->queue.empty(); }))
+      return Error(Errc::timeout, "no connection");
+    auto end = port_->queue.front();
+    port_->queue.pop_front();
+    return std::unique_ptr<Connection>(new LoopbackConnection(end));
+  }
+  Endpoint local_endpoint() const override { return {"loopback", number_}; }
+
+ private:
+  std::shared_ptr<LoopbackFabric> fabric_;
+  std::shared_ptr<LoopbackFabric::Port> port_;
+  uint16_t number_;
+};
+
+class LoopbackTransport final : public Transport {
+ public:
+  explicit LoopbackTransport(std::shared_ptr<LoopbackFabric> f)
+      : fabric_(std::move(f)), table_(std::make_shared<RegionTable>()) {}
+  std::string_view name() const noexcept override { return "loopback"; }
+  Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, size_t len,
+                                                        Access access) override {
+    auto r = register_raw(addr, len, access);
+    if (!r.ok()) return r.error();
+    return std::unique_ptr<MemoryRegion>(new LoopbackRegion(*r));
+  }
+  Result<RegisteredRegion> register_raw(void* addr, size_t len, Access access) override {
+    std::lock_guard lock(table_->mu);
+    RegisteredRegion r{addr, len, {table_->next_key, table_->next_key}, access, nullptr};
+    ++table_->next_key;
+    table_->regions.push_back(r);
+    return r;
+  }
+  void deregister_raw(const RegisteredRegion& region) noexcept override {
+    std::lock_guard lock(table_->mu);
+    std::erase_if(table_->regions, [&](auto& r) { return r.keys == region.keys; });
+  }
+  Result<std::unique_ptr<Listener>> listen(const Endpoint& where) override {
+    std::lock_guard lock(fabric_->mu);
+    uint16_t port = where.port != 0 ? where.port : fabric_->next_port++;
+    auto p = std::make_shared<LoopbackFabric::Port>();
+    p->table = table_;
+    fabric_->ports[port] = p;
+    return std::unique_ptr<Listener>(new LoopbackListener(fabric_, p, port));
+  }
+  Result<std::unique_ptr<Connection>> connect(const Endpoint& where,
+                                              const ConnectionOptions& options) override {
+    std::shared_ptr<LoopbackFabric::Port> p;
+    {
+      std::lock_guard lock(fabric_->mu);
+      auto it = fabric_->ports.find(where.port);
+      if (it == fabric_->ports.end())
+        return Error(Errc::connection_refused, "nothing listens on " + where.to_string());
+      p = it->second;
+    }
+    std::unique_lock lock(p->mu);
+    if (!p->cv.wait_for(lock, options.connect_timeout, [&] { return p->has_options; }))
+      return Error(Errc::timeout, "acceptor never ready");
+    auto mine = std::make_shared<LoopbackEnd>();
+    auto theirs = std::make_shared<LoopbackEnd>();
+    mine->table = table_;
+    theirs->table = p->table;
+    mine->peer = theirs;
+    theirs->peer = mine;
+    mine->info =
+        PeerInfo{p->options.node_id, where.to_string(), p->options.regions, p->options.app_data};
+    theirs->info = PeerInfo{options.node_id, "loopback:client", options.regions, options.app_data};
+    mine->hook = fabric_->leader_hook;
+    p->queue.push_back(theirs);
+    p->cv.notify_all();
+    return std::unique_ptr<Connection>(new LoopbackConnection(mine));
+  }
+
+ private:
+  std::shared_ptr<LoopbackFabric> fabric_;
+  std::shared_ptr<RegionTable> table_;
+};
+
+}  // namespace rdmarepl::test
