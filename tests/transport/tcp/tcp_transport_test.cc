@@ -1,0 +1,266 @@
+// Behaviour specific to the TCP transport: its error messages, its registration table, and
+// what it does with a peer that breaks the framing.
+#include "rdmarepl/transport/tcp/tcp_transport.h"
+
+#include <fmt/format.h>
+#include <sys/socket.h>
+
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <set>
+
+#include "rdmarepl/core/crc32c.h"
+#include "rdmarepl/transport/bootstrap/handshake.h"
+#include "rdmarepl/transport/bootstrap/socket.h"
+#include "rdmarepl/transport/tcp/frame.h"
+#include "transport/pair_util.h"
+
+using namespace rdmarepl;
+using namespace rdmarepl::transport;
+using namespace rdmarepl::transport::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+bool has_text(const Error& e, std::string_view s) {
+  return e.message().find(s) != std::string::npos;
+}
+
+struct Env {
+  tcp::TcpTransport t;
+  std::vector<uint8_t> src = std::vector<uint8_t>(8192, 0x11);
+  std::vector<uint8_t> dst = std::vector<uint8_t>(8192, 0xab);
+  std::unique_ptr<MemoryRegion> src_mr, dst_mr;
+  Pair pair;
+  std::vector<Completion> client, server;
+
+  Env() {
+    src_mr = std::move(t.register_memory(src.data(), src.size(), Access::local_write).value());
+    dst_mr = std::move(
+        t.register_memory(dst.data(), dst.size(), Access::local_write | Access::remote_write)
+            .value());
+    ConnectionOptions co, so;
+    co.node_id = "leader-1";
+    so.node_id = "follower-2";
+    so.regions = {dst_mr->remote()};
+    pair = make_pair(t, co, so);
+  }
+  WriteRequest write(uint32_t len, uint64_t off) {
+    WriteRequest w;
+    w.wr_id = 1;
+    w.local_addr = src.data();
+    w.length = len;
+    w.lkey = src_mr->region().keys.lkey;
+    w.remote_addr = dst_mr->remote().addr + off;
+    w.rkey = dst_mr->remote().rkey;
+    return w;
+  }
+  Error refused(WriteRequest w, bool post_recv = true) {
+    if (post_recv) REQUIRE(pair.server->post_recvs(1, 0) == PostStatus::ok);
+    REQUIRE(pair.client->post_writes({&w, 1}) == PostStatus::ok);
+    REQUIRE(pump(pair, client, server, [&] { return !pair.server->healthy() && !client.empty(); }));
+    return pair.server->error();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("tcp: a forged rkey is reported naming the peer and the key", "[transport][tcp]") {
+  Env env;
+  auto w = env.write(64, 0);
+  w.rkey ^= 0x0f0f0f0fu;
+  auto e = env.refused(w);
+  CHECK(e.is(Errc::remote_access));
+  CHECK(has_text(e, "node 'leader-1'"));
+  CHECK(has_text(e, fmt::format("rkey 0x{:08x}", w.rkey)));
+  CHECK(has_text(e, "not registered here"));
+  CHECK(env.client[0].status == WcStatus::remote_access_error);
+  CHECK(has_text(env.pair.client->error(), "node 'follower-2'"));
+  CHECK(has_text(env.pair.client->error(), "IBV_WC_REM_ACCESS_ERR"));
+}
+
+TEST_CASE("tcp: an out-of-range write is reported with the region's bounds", "[transport][tcp]") {
+  Env env;
+  auto e = env.refused(env.write(100, 8192 - 50));
+  CHECK(e.is(Errc::remote_access));
+  CHECK(has_text(e, "does not lie wholly inside"));
+  CHECK(has_text(e, fmt::format("0x{:x}", env.dst_mr->remote().addr)));
+  CHECK(std::all_of(env.dst.begin(), env.dst.end(), [](uint8_t b) { return b == 0xab; }));
+}
+
+TEST_CASE("tcp: a huge length cannot wrap the range check", "[transport][tcp]") {
+  Env env;
+  auto w = env.write(16, 0);
+  w.remote_addr = ~uint64_t{0} - 4;  // addr + len overflows
+  auto e = env.refused(w);
+  CHECK(e.is(Errc::remote_access));
+}
+
+TEST_CASE("tcp: a write with no receive posted names RNR on both sides", "[transport][tcp]") {
+  Env env;
+  auto e = env.refused(env.write(16, 0), /*post_recv=*/false);
+  CHECK(has_text(e, "no receive was posted"));
+  CHECK(env.client[0].status == WcStatus::rnr_retry_exceeded);
+}
+
+TEST_CASE("tcp: a peer that goes away fails outstanding writes as retry_exceeded",
+          "[transport][tcp]") {
+  Env env;
+  env.pair.server.reset();  // no receive posted, no ack: the writes stay outstanding
+  std::vector<WriteRequest> ws = {env.write(16, 0), env.write(16, 16)};
+  ws[1].wr_id = 2;
+  // The peer is gone before or after the post: either way no write succeeds.
+  auto st = env.pair.client->post_writes(ws);
+  REQUIRE((st == PostStatus::ok || st == PostStatus::disconnected));
+  Completion c[8];
+  std::vector<Completion> got;
+  auto deadline = Deadline::after(10s);
+  while (env.pair.client->healthy() && !deadline.expired()) {
+    (void)env.pair.client->wait(100ms);
+    size_t n = env.pair.client->poll(c);
+    got.insert(got.end(), c, c + n);
+  }
+  size_t n = env.pair.client->poll(c);
+  got.insert(got.end(), c, c + n);
+  REQUIRE_FALSE(env.pair.client->healthy());
+  CHECK(env.pair.client->error().is(Errc::connection_closed));
+  CHECK(has_text(env.pair.client->error(), "closed the connection"));
+  if (st == PostStatus::ok) {
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].status == WcStatus::retry_exceeded);
+    CHECK(got[1].status == WcStatus::flushed);
+  }
+}
+
+TEST_CASE("tcp: registration keys are random, non-zero and unique", "[transport][tcp]") {
+  tcp::TcpTransport t;
+  std::vector<uint8_t> buf(4096);
+  std::set<uint32_t> rkeys, lkeys;
+  std::vector<std::unique_ptr<MemoryRegion>> regions;
+  for (int i = 0; i < 500; ++i) {
+    auto r = t.register_memory(buf.data() + i, 16, Access::remote_write);
+    REQUIRE(r.ok());
+    CHECK((*r)->region().keys.rkey != 0);
+    CHECK((*r)->region().keys.lkey != 0);
+    rkeys.insert((*r)->region().keys.rkey);
+    lkeys.insert((*r)->region().keys.lkey);
+    regions.push_back(std::move(*r));
+  }
+  CHECK(rkeys.size() == 500);
+  CHECK(lkeys.size() == 500);
+  CHECK(*rkeys.rbegin() > 0x00ffffffu);  // not a small counter
+  CHECK(t.registration_count() == 500);
+  regions.clear();
+  CHECK(t.registration_count() == 0);
+}
+
+TEST_CASE("tcp: options over their limits are refused before connecting", "[transport][tcp]") {
+  tcp::TcpTransport t;
+  ConnectionOptions o;
+  o.send_queue_depth = 0;
+  auto c = t.connect(Endpoint{"127.0.0.1", 1}, o);
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.error().is(Errc::invalid_argument));
+  o.send_queue_depth = 16;
+  o.app_data.assign(64 * 1024 + 1, 'x');
+  c = t.connect(Endpoint{"127.0.0.1", 1}, o);
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.error().is(Errc::too_large));
+}
+
+TEST_CASE("tcp: the listener refuses garbage and a wrong key, then accepts a good peer",
+          "[transport][tcp]") {
+  tcp::TcpTransport t;
+  auto l = t.listen(Endpoint{"127.0.0.1", 0});
+  REQUIRE(l.ok());
+  auto ep = (*l)->local_endpoint();
+  ConnectionOptions so;
+  so.node_id = "follower";
+  so.pre_shared_key = "k1";
+
+  {  // random bytes on the port
+    auto fut = std::async(std::launch::async, [&] { return (*l)->accept(so, 10s); });
+    auto raw = bootstrap::connect_tcp(ep, Deadline::after(5s));
+    REQUIRE(raw.ok());
+    std::vector<uint8_t> junk(100);
+    for (size_t i = 0; i < junk.size(); ++i) junk[i] = static_cast<uint8_t>(i * 37 + 200);
+    REQUIRE(bootstrap::send_all(raw->get(), junk, Deadline::after(5s), "listener").ok());
+    auto r = fut.get();
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().is(Errc::protocol_error));
+    CHECK(has_text(r.error(), "127.0.0.1:"));
+  }
+  {  // a peer with the wrong key
+    auto fut = std::async(std::launch::async, [&] { return (*l)->accept(so, 10s); });
+    ConnectionOptions co;
+    co.node_id = "intruder";
+    co.pre_shared_key = "not-k1";
+    auto c = t.connect(ep, co);
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.error().is(Errc::auth_failed));
+    auto r = fut.get();
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().is(Errc::auth_failed));
+    CHECK(has_text(r.error(), "pre-shared key"));
+  }
+  {  // the listener still works
+    auto fut = std::async(std::launch::async, [&] { return (*l)->accept(so, 10s); });
+    ConnectionOptions co;
+    co.node_id = "leader";
+    co.pre_shared_key = "k1";
+    auto c = t.connect(ep, co);
+    REQUIRE(c.ok());
+    auto r = fut.get();
+    REQUIRE(r.ok());
+    CHECK((*r)->peer().node_id == "leader");
+  }
+}
+
+TEST_CASE("tcp: a truncated frame fails the connection without a completion", "[transport][tcp]") {
+  tcp::TcpTransport t;
+  std::vector<uint8_t> dst(4096, 0xab);
+  auto mr = t.register_memory(dst.data(), dst.size(), Access::local_write | Access::remote_write);
+  REQUIRE(mr.ok());
+  auto l = t.listen(Endpoint{"127.0.0.1", 0});
+  REQUIRE(l.ok());
+  ConnectionOptions so;
+  so.node_id = "follower";
+  so.regions = {(*mr)->remote()};
+  auto fut = std::async(std::launch::async, [&] { return (*l)->accept(so, 10s); });
+  // A hand-made peer: genuine handshake, then half a frame header.
+  auto raw = bootstrap::connect_tcp((*l)->local_endpoint(), Deadline::after(5s));
+  REQUIRE(raw.ok());
+  bootstrap::Hello hello;
+  hello.node_id = "liar";
+  REQUIRE(
+      bootstrap::exchange(raw->get(), hello, bootstrap::Role::initiator, "", Deadline::after(5s))
+          .ok());
+  auto server = fut.get();
+  REQUIRE(server.ok());
+  REQUIRE((*server)->post_recvs(1, 0) == PostStatus::ok);
+  tcp::FrameHeader h;
+  h.length = 1000;
+  h.remote_addr = (*mr)->remote().addr;
+  h.rkey = (*mr)->remote().rkey;
+  h.seq = 1;
+  uint8_t bytes[tcp::kFrameHeaderBytes];
+  h.encode(bytes);
+  REQUIRE(bootstrap::send_all(raw->get(), std::span(bytes, 20), Deadline::after(5s), "x").ok());
+  raw->reset();
+  Completion c[4];
+  std::vector<Completion> got;
+  auto deadline = Deadline::after(10s);
+  while ((*server)->healthy() && !deadline.expired()) {
+    (void)(*server)->wait(100ms);
+    size_t n = (*server)->poll(c);
+    got.insert(got.end(), c, c + n);
+  }
+  got.insert(got.end(), c, c + (*server)->poll(c));
+  REQUIRE_FALSE((*server)->healthy());
+  CHECK(has_text((*server)->error(), "truncated frame"));
+  CHECK(has_text((*server)->error(), "node 'liar'"));
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].status == WcStatus::flushed);
+  CHECK(std::all_of(dst.begin(), dst.end(), [](uint8_t b) { return b == 0xab; }));
+}
