@@ -123,9 +123,11 @@ void Follower::install(std::unique_ptr<transport::Connection> conn) noexcept {
   s.cursor = 0;
 }
 
-void Follower::drop(Shard& s, std::string_view why) noexcept {
-  log::error("rdmarepl follower {}: shard {}: dropping the connection from leader {}: {}",
-             endpoint_.to_string(), s.index, s.leader, why);
+void Follower::drop(Shard& s, std::string_view why, bool protocol_error) noexcept {
+  // A leader that goes away is routine (it reconnects); a bad batch is not.
+  log::logf(protocol_error ? log::Level::error : log::Level::info,
+            "rdmarepl follower {}: shard {}: dropping the connection from leader {}: {}",
+            endpoint_.to_string(), s.index, s.leader, why);
   s.conn->close();
   s.conn.reset();
 }
@@ -211,7 +213,7 @@ size_t Follower::poll_shard(Shard& s) noexcept {
     if (c.opcode != transport::WcOpcode::recv_rdma_with_imm) continue;  // our acks
     if (!handle_batch(s, c.imm, c.byte_len, why)) {
       ChannelMetrics::add(metrics_.protocol_errors);
-      drop(s, why);
+      drop(s, why, true);
       return n;
     }
     ++batches;

@@ -58,7 +58,7 @@ class Follower final : public CoreBase {
   size_t poll_shard(Shard& s) noexcept;
   // Checks and applies the batch a completion announced; false (and `why`) on a protocol error.
   bool handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::string& why) noexcept;
-  void drop(Shard& s, std::string_view why) noexcept;
+  void drop(Shard& s, std::string_view why, bool protocol_error = false) noexcept;
   void accept_loop() noexcept;
   void install(std::unique_ptr<transport::Connection> conn) noexcept;
 

@@ -47,6 +47,10 @@ struct MapStore {
     }
     return (uint64_t{crc} << 32) | m.size();
   }
+  [[nodiscard]] uint64_t applied_count() const {
+    std::lock_guard lock(mu);
+    return applied;
+  }
   [[nodiscard]] size_t size() const {
     std::lock_guard lock(mu);
     return data.size();
