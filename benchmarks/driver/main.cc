@@ -194,7 +194,9 @@ int main(int argc, char** argv) {
         fmt::format("{:.0f}/{:.0f}/{:.0f}/- (client)", redis->avg_us, redis->p50_us, redis->p99_us),
         redis->cpu_seconds, w.records, redis->verified);
   }
-  fmt::print("\n");
+  fmt::print("\nrdmarepl cpu by process:");
+  for (const auto& [name, secs] : r.cpu_by_process) fmt::print(" {} {:.2f} s;", name, secs);
+  fmt::print("\n\n");
   double stream_ratio = stream ? r.mb_per_sec / stream->mb_per_sec : 0;
   double redis_ratio = redis ? r.ops_per_sec / redis->ops_per_sec : 0;
   if (stream) {

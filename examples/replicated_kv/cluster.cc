@@ -188,13 +188,18 @@ Result<RunResult> run_cluster(const RunConfig& config) {
   for (auto* c : roles) (void)expect(*c, "muted", 10s);
   for (auto* c : roles) (void)c->control().send_line("quit");
   double cpu = reaped_cpu;
-  auto finish = [&](ChildProcess& c) {
+  auto finish = [&](ChildProcess& c, double extra) {
+    std::string name = c.name();
     if (!c.wait(10s)) c.kill_and_reap();
     cpu += c.cpu_seconds();
+    result.cpu_by_process.emplace_back(name, c.cpu_seconds() + extra);
   };
-  finish(leader);
-  for (auto& f : followers) finish(f);
-  result.cpu_seconds = cpu + (self_cpu_seconds() - self_cpu_start);
+  finish(leader, 0);
+  // follower-1's share includes the process that was killed.
+  for (size_t i = 0; i < followers.size(); ++i) finish(followers[i], i == 0 ? reaped_cpu : 0);
+  double own = self_cpu_seconds() - self_cpu_start;
+  result.cpu_by_process.emplace_back("coordinator", own);
+  result.cpu_seconds = cpu + own;
   return result;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kv_store.h"
@@ -28,6 +29,7 @@ struct RunResult {
   double mb_per_sec = 0;   // payload MB (10^6 bytes) per second
   LatencySummary latency;  // replicate() to committed under the ack mode
   double cpu_seconds = 0;  // user + system of every process of the run
+  std::vector<std::pair<std::string, double>> cpu_by_process;  // the same, per process
   uint64_t reconnects = 0;
   uint64_t batches = 0;
   uint64_t batches_resent = 0;

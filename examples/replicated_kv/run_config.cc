@@ -25,11 +25,12 @@ Result<AckMode> parse_ack(const std::string& text) {
 }
 
 Result<PollingMode> parse_polling(const std::string& text) {
+  if (text == "manual") return PollingMode::manual;
   if (text == "busy") return PollingMode::busy;
   if (text == "sleep") return PollingMode::sleep;
   if (text == "blocking") return PollingMode::blocking;
   return Error(Errc::invalid_argument,
-               "--polling '" + text + "' is not one of busy, sleep, blocking");
+               "polling mode '" + text + "' is not one of manual, busy, sleep, blocking");
 }
 
 std::string_view polling_name(PollingMode mode) noexcept {
@@ -47,28 +48,45 @@ std::string_view polling_name(PollingMode mode) noexcept {
 }
 
 std::vector<std::string> run_config_flag_names() {
-  return {"transport",   "ack",        "polling",      "followers",     "records",
-          "key-size",    "value-size", "keyspace",     "erase-percent", "seed",
-          "batch-bytes", "shards",     "retain-bytes", "poll-us",       "flush-us"};
+  return {"transport",    "ack",      "polling",       "followers",     "records",     "key-size",
+          "value-size",   "keyspace", "erase-percent", "seed",          "batch-bytes", "shards",
+          "retain-bytes", "poll-us",  "flush-us",      "leader-polling"};
 }
 
 std::vector<std::string> to_args(const RunConfig& c) {
   const auto& w = c.workload;
-  return {"--transport",     std::string(replication::to_string(c.transport)),
-          "--ack",           std::string(replication::to_string(c.ack)),
-          "--polling",       std::string(polling_name(c.polling)),
-          "--followers",     std::to_string(c.followers),
-          "--records",       std::to_string(w.records),
-          "--key-size",      std::to_string(w.key_size),
-          "--value-size",    std::to_string(w.value_min) + "-" + std::to_string(w.value_max),
-          "--keyspace",      std::to_string(w.keyspace),
-          "--erase-percent", std::to_string(w.erase_percent),
-          "--seed",          std::to_string(w.seed),
-          "--batch-bytes",   std::to_string(c.batch_bytes),
-          "--shards",        std::to_string(c.shards),
-          "--retain-bytes",  std::to_string(c.retain_bytes),
-          "--poll-us",       std::to_string(c.poll_us),
-          "--flush-us",      std::to_string(c.flush_us)};
+  return {"--transport",
+          std::string(replication::to_string(c.transport)),
+          "--ack",
+          std::string(replication::to_string(c.ack)),
+          "--polling",
+          std::string(polling_name(c.polling)),
+          "--leader-polling",
+          std::string(polling_name(c.leader_polling)),
+          "--followers",
+          std::to_string(c.followers),
+          "--records",
+          std::to_string(w.records),
+          "--key-size",
+          std::to_string(w.key_size),
+          "--value-size",
+          std::to_string(w.value_min) + "-" + std::to_string(w.value_max),
+          "--keyspace",
+          std::to_string(w.keyspace),
+          "--erase-percent",
+          std::to_string(w.erase_percent),
+          "--seed",
+          std::to_string(w.seed),
+          "--batch-bytes",
+          std::to_string(c.batch_bytes),
+          "--shards",
+          std::to_string(c.shards),
+          "--retain-bytes",
+          std::to_string(c.retain_bytes),
+          "--poll-us",
+          std::to_string(c.poll_us),
+          "--flush-us",
+          std::to_string(c.flush_us)};
 }
 
 Status apply_flags(const Flags& f, RunConfig& c) {
@@ -86,6 +104,11 @@ Status apply_flags(const Flags& f, RunConfig& c) {
     auto p = parse_polling(f.get("polling"));
     if (!p) return std::move(p).error();
     c.polling = *p;
+  }
+  if (f.has("leader-polling")) {
+    auto p = parse_polling(f.get("leader-polling"));
+    if (!p) return std::move(p).error();
+    c.leader_polling = *p;
   }
   auto u64 = [&](const char* name, uint64_t& out) -> Status {
     auto v = f.get_u64(name, out);
@@ -168,6 +191,7 @@ replication::ChannelOptions leader_options(const RunConfig& c,
   o.node_id = "leader";
   o.peers = std::move(peers);
   common_options(c, o);
+  o.polling = c.leader_polling;
   if (c.retain_bytes != 0) o.retain_bytes = c.retain_bytes;
   return o;
 }

@@ -18,7 +18,11 @@ namespace rdmarepl::kvdemo {
 struct RunConfig {
   replication::TransportKind transport = replication::TransportKind::automatic;
   replication::AckMode ack = replication::AckMode::all;
+  // Followers' poller. The leader's writer thread drives its own channel by default
+  // (manual: progress() between writes), which saves a thread and the lock handoffs
+  // between the writer and a poller on a small machine.
   replication::PollingMode polling = replication::PollingMode::busy;
+  replication::PollingMode leader_polling = replication::PollingMode::manual;
   uint32_t followers = 2;
   WorkloadSpec workload;
   uint64_t batch_bytes = 0;   // 0: the channel's default
