@@ -174,7 +174,10 @@ rm -f "$console" "$work_dir/exit-code"
   echo "#!/bin/bash"
   for e in "${envs[@]}"; do printf 'export %q\n' "$e"; done
   if [[ -n "$script" ]]; then
-    printf 'exec /bin/bash %q\n' "$script"
+    # A copy in the work directory: the script may live where the guest cannot see it
+    # (the guest's /tmp is its own tmpfs).
+    cp "$script" "$work_dir/script.sh"
+    printf 'exec /bin/bash %q\n' "$work_dir/script.sh"
   else
     printf 'exec'; printf ' %q' "$@"; printf '\n'
   fi

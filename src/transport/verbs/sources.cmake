@@ -1,4 +1,9 @@
 list(APPEND RDMAREPL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/handles.cc
   ${CMAKE_CURRENT_LIST_DIR}/device.cc
-  ${CMAKE_CURRENT_LIST_DIR}/qp.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/qp.cc
+  ${CMAKE_CURRENT_LIST_DIR}/connection.cc
+  ${CMAKE_CURRENT_LIST_DIR}/connection_datapath.cc
+  ${CMAKE_CURRENT_LIST_DIR}/verbs_transport.cc
+  ${CMAKE_CURRENT_LIST_DIR}/qp_manager.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cm.cc)

@@ -22,7 +22,9 @@ struct VerbsOptions {
   QpTuning qp;
   // Writes up to this many bytes are sent inline (no DMA read of the source; the buffer may
   // be reused at once). The device may grant less; the connection uses what it grants.
-  uint32_t max_inline_data = 128;
+  // Inline writes do not use the lkey, so a wrong lkey goes unnoticed for them.
+  uint32_t max_inline_data = 64;
+  // Lowered per connection to send_queue_depth / 2 when the queue is shallower.
   uint32_t unsignaled_batch = kDefaultUnsignaledBatch;
   // Pre-post recv_queue_depth zero-length receives at connect time and re-post them from
   // poll() in batches of recv_replenish_batch, instead of the caller's post_recvs().
@@ -31,6 +33,11 @@ struct VerbsOptions {
   // All connections of the transport share one shared receive queue of srq_depth entries.
   bool use_srq = false;
   uint32_t srq_depth = 4096;
+  // Set connections up with librdmacm (address and route resolution, CM connect/accept,
+  // ring descriptors in the CM private data) instead of the TCP bootstrap handshake. The
+  // endpoint must then be an address of the RDMA device's interface. No pre-shared key,
+  // node id or app_data in this mode (the private data has 56 bytes on connect).
+  bool use_rdma_cm = false;
   // Registrations larger than this are split into several MRs; 0: the device's max_mr_size.
   size_t max_mr_bytes = 0;
 };

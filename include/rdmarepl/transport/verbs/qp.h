@@ -22,10 +22,12 @@ class Device;
 // Reliable-connection tunables. Time to declare a peer dead is about
 // (retry_cnt + 1) x 4.096 us x 2^timeout: 7 x 67 ms ~ 0.5 s with the defaults.
 struct QpTuning {
-  uint8_t timeout = 14;        // local ACK timeout exponent; 0 disables the retransmit timer
-  uint8_t retry_cnt = 6;       // 7 means retry forever on some devices (rxe): avoid
-  uint8_t rnr_retry = 7;       // 7 = retry forever while the peer has no receive posted
-  uint8_t min_rnr_timer = 12;  // 0.64 ms between RNR retries
+  uint8_t timeout = 14;   // local ACK timeout exponent; 0 disables the retransmit timer
+  uint8_t retry_cnt = 6;  // 7 means retry forever on some devices (rxe): avoid
+  // A write that finds no receive posted is retried rnr_retry times, min_rnr_timer apart,
+  // then fails as rnr_retry_exceeded (the transport contract; 7 would retry forever).
+  uint8_t rnr_retry = 6;
+  uint8_t min_rnr_timer = 14;  // 1.28 ms between RNR retries
   uint8_t max_rd_atomic = 1;   // outstanding RDMA reads/atomics (we only write)
   uint8_t hop_limit = 64;
   uint8_t traffic_class = 0;

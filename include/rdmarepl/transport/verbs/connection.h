@@ -1,0 +1,150 @@
+// One RC connection over libibverbs. Set-up (connection.cc) creates the completion channel,
+// the send and receive CQs and the QP, runs the bootstrap handshake over a TCP socket
+// (QPN, PSN, GID, LID, active MTU in the transport blob), moves the QP to RTS and
+// synchronises with the peer so neither side writes before the other is ready to receive.
+// The data path (connection_datapath.cc) posts chained write-with-immediate requests with
+// selective signaling and reaps both CQs.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "rdmarepl/transport/bootstrap/handshake.h"
+#include "rdmarepl/transport/bootstrap/socket.h"
+#include "rdmarepl/transport/transport.h"
+#include "rdmarepl/transport/verbs/device.h"
+#include "rdmarepl/transport/verbs/handles.h"
+#include "rdmarepl/transport/verbs/options.h"
+
+namespace rdmarepl::transport::verbs {
+
+// What a transport shares with its listeners and connections; it outlives all of them (each
+// holds a shared_ptr), so the SRQ and PD are destroyed after every QP that uses them.
+struct TransportState {
+  std::shared_ptr<Device> device;
+  VerbsOptions options;
+  SrqHandle srq;  // null unless options.use_srq
+};
+
+class VerbsConnection final : public Connection {
+ public:
+  // Creates the QP, runs the handshake as `role` on `socket` and brings the QP to RTS.
+  static Result<std::unique_ptr<VerbsConnection>> establish(std::shared_ptr<TransportState> state,
+                                                            bootstrap::Fd socket,
+                                                            bootstrap::Role role,
+                                                            const ConnectionOptions& options);
+
+  // The same over RDMA CM (cm.cc): `id` has a resolved route (active side) or is the child id
+  // of a CONNECT_REQUEST whose private data is `request` (passive side). Ring descriptors
+  // travel in the CM private data; node ids, app_data and pre-shared keys do not fit there.
+  static Result<std::unique_ptr<VerbsConnection>> establish_cm_active(
+      std::shared_ptr<TransportState> state, CmChannelHandle channel, CmIdHandle id,
+      const ConnectionOptions& options, Deadline deadline);
+  static Result<std::unique_ptr<VerbsConnection>> establish_cm_passive(
+      std::shared_ptr<TransportState> state, CmChannelHandle channel, CmIdHandle id,
+      std::span<const uint8_t> request, const ConnectionOptions& options, Deadline deadline);
+
+  ~VerbsConnection() override;
+
+  PostStatus post_writes(std::span<const WriteRequest> requests) noexcept override;
+  PostStatus post_recvs(uint32_t count, uint64_t first_wr_id = 0) noexcept override;
+  size_t poll(std::span<Completion> out) noexcept override;
+  Status wait(std::chrono::milliseconds timeout) override;
+  [[nodiscard]] bool healthy() const noexcept override {
+    return !failed_.load(std::memory_order_acquire);
+  }
+  [[nodiscard]] Error error() const override;
+  [[nodiscard]] const PeerInfo& peer() const noexcept override { return peer_; }
+  void close() noexcept override;
+
+  // For tests, tuning and the QP manager.
+  [[nodiscard]] ibv_qp* qp() const noexcept { return qp_.get(); }
+  [[nodiscard]] ibv_cq* send_cq() const noexcept { return send_cq_.get(); }
+  [[nodiscard]] ibv_cq* recv_cq() const noexcept { return recv_cq_.get(); }
+  [[nodiscard]] uint32_t max_inline_data() const noexcept { return max_inline_; }
+  [[nodiscard]] ibv_mtu path_mtu() const noexcept { return path_mtu_; }
+  [[nodiscard]] uint32_t send_queue_depth() const noexcept { return sq_depth_; }
+  [[nodiscard]] uint32_t unsignaled_batch() const noexcept { return unsignaled_batch_; }
+  [[nodiscard]] uint32_t outstanding_sends() const noexcept {
+    return static_cast<uint32_t>(sq_tail_ - sq_head_);
+  }
+  [[nodiscard]] uint32_t recv_queue_depth() const noexcept { return rq_depth_; }
+  [[nodiscard]] uint32_t posted_recvs() const noexcept { return rq_posted_; }
+  // Resizes both CQs (ibv_resize_cq) to hold at least `entries` completions each.
+  Status resize_cqs(uint32_t entries);
+
+ private:
+  explicit VerbsConnection(std::shared_ptr<TransportState> state) : state_(std::move(state)) {}
+  Status create_resources(const ConnectionOptions& options);
+  Status handshake(bootstrap::Role role, const ConnectionOptions& options, Deadline deadline);
+  Status modify_from_cm(ibv_qp_state state);  // rdma_init_qp_attr + our QpTuning
+  int liveness_fd() const noexcept;
+
+  // Why the connection failed: filled in once, on the data path, without allocating.
+  enum class Failure : uint8_t { none, completion, peer_closed, closed, post_failed, qp_error };
+  void fail(Failure why, WcStatus status = WcStatus::fatal, int raw_status = 0,
+            uint32_t vendor_err = 0, uint64_t wr_id = 0) noexcept;
+  void check_liveness() noexcept;  // peer socket closed? QP in ERR without a completion?
+  size_t reap_send(std::span<Completion> out) noexcept;
+  size_t reap_recv(std::span<Completion> out) noexcept;
+  void replenish() noexcept;
+  PostStatus post_recv_chain(uint32_t count, uint64_t first_wr_id) noexcept;
+
+  // Declaration order is destruction order reversed: the QP goes before the CQs, the CQs
+  // before the channel, and the shared state (PD, SRQ, context) last.
+  std::shared_ptr<TransportState> state_;
+  CmChannelHandle cm_channel_;  // RDMA CM mode only (else null), like cm_id_
+  CmIdHandle cm_id_;
+  CompChannelHandle channel_;
+  CqHandle send_cq_;
+  CqHandle recv_cq_;
+  QpHandle qp_;
+  bootstrap::Fd socket_;  // the bootstrap socket, kept to notice the peer going away
+  PeerInfo peer_;
+  std::string name_;  // "verbs connection to <node> (<addr>)", for messages
+  uint32_t local_psn_ = 0;
+  ibv_mtu path_mtu_ = IBV_MTU_1024;
+
+  // Send queue: one slot per posted work request (ibv wr_id = sequence number). RC
+  // completes send requests in order, so a signaled completion retires every earlier slot.
+  struct SendSlot {
+    uint64_t wr_id = 0;
+    uint32_t length = 0;
+    bool report = false;  // the caller asked for a completion
+  };
+  std::vector<SendSlot> slots_;
+  std::vector<ibv_send_wr> send_wrs_;
+  std::vector<ibv_sge> send_sges_;
+  std::vector<ibv_recv_wr> recv_wrs_;
+  uint64_t sq_head_ = 0;  // oldest sequence not known complete
+  uint64_t sq_tail_ = 0;  // next sequence to post
+  uint32_t sq_depth_ = 0;
+  uint32_t rq_depth_ = 0;
+  uint32_t max_inline_ = 0;
+  uint32_t unsignaled_batch_ = kDefaultUnsignaledBatch;
+  uint32_t unsignaled_run_ = 0;
+  uint32_t rq_posted_ = 0;
+  bool auto_recv_ = false;
+  uint32_t replenish_batch_ = 32;
+  uint32_t consumed_auto_ = 0;
+  uint64_t auto_wr_id_ = 0;
+  uint64_t next_liveness_check_ns_ = 0;
+
+  // Completions reaped by wait() before it sleeps (so none is lost), handed out by poll().
+  static constexpr size_t kStash = 64;
+  std::array<Completion, kStash> stash_{};
+  size_t stash_begin_ = 0;
+  size_t stash_end_ = 0;
+
+  std::atomic<bool> failed_{false};
+  Failure failure_ = Failure::none;
+  WcStatus failure_status_ = WcStatus::success;
+  int failure_raw_ = 0;
+  uint32_t failure_vendor_ = 0;
+  uint64_t failure_wr_id_ = 0;
+};
+
+}  // namespace rdmarepl::transport::verbs
