@@ -13,7 +13,7 @@ Result<EvalReport> evaluate(const TuningModel& model, std::span<const Sample> sa
   constexpr size_t kChunk = 1024;
   std::vector<float> x(kChunk * kNumFeatures);
   std::vector<Prediction> p(kChunk);
-  double se_tp = 0, ae_tp = 0, pe_tp = 0, se_l = 0, ae_l = 0, pe_l = 0;
+  double se_tp = 0, ae_tp = 0, pe_tp = 0, se_l = 0, ae_l = 0, pe_l = 0, lse_tp = 0, lse_l = 0;
   for (size_t start = 0; start < samples.size(); start += kChunk) {
     size_t n = std::min(kChunk, samples.size() - start);
     for (size_t i = 0; i < n; ++i) {
@@ -31,6 +31,10 @@ Result<EvalReport> evaluate(const TuningModel& model, std::span<const Sample> sa
       se_l += dl * dl;
       ae_l += std::fabs(dl);
       pe_l += std::fabs(dl) / std::max(o.latency_p99_us, 1e-3);
+      double lt = std::log1p(p[i].bytes_per_s) - std::log1p(o.bytes_per_s);
+      double ll = std::log1p(p[i].latency_p99_us) - std::log1p(o.latency_p99_us);
+      lse_tp += lt * lt;
+      lse_l += ll * ll;
     }
   }
   auto n = static_cast<double>(samples.size());
@@ -42,6 +46,8 @@ Result<EvalReport> evaluate(const TuningModel& model, std::span<const Sample> sa
   r.rmse_p99_us = std::sqrt(se_l / n);
   r.mae_p99_us = ae_l / n;
   r.mape_p99_us = pe_l / n;
+  r.log_rmse_bytes_per_s = std::sqrt(lse_tp / n);
+  r.log_rmse_p99_us = std::sqrt(lse_l / n);
   return r;
 }
 

@@ -127,8 +127,14 @@ void XgboostTuner::build_candidates() {
 
 bool XgboostTuner::outcome_disappoints(const Observation& o) const {
   const double m = opt_.revert_margin;
-  return o.bytes_per_s < pending_->bytes_per_s * (1 - m) ||
-         o.latency_p99_us > pending_->latency_p99_us * (1 + m);
+  const bool short_of_prediction = o.bytes_per_s < pending_->bytes_per_s * (1 - m) ||
+                                   o.latency_p99_us > pending_->latency_p99_us * (1 + m);
+  // A move that fell short of its prediction but still beat the window before it is kept:
+  // the model was wrong about how much, not about the direction.
+  const bool better_than_before = o.bytes_per_s > before_.bytes_per_s * (1 + opt_.min_gain) ||
+                                  (o.bytes_per_s >= before_.bytes_per_s * (1 - opt_.tie_share) &&
+                                   o.latency_p99_us < before_.latency_p99_us * (1 - opt_.min_gain));
+  return short_of_prediction && !better_than_before;
 }
 
 Knobs XgboostTuner::decide(const Observation& o) {
@@ -221,6 +227,7 @@ Knobs XgboostTuner::decide(const Observation& o) {
     previous_ = current_;
     current_ = candidates_[best];
     pending_ = go;
+    before_ = outcome_of(o);
   }
   return current_;
 }

@@ -3,9 +3,9 @@
 //
 // Guardrails: one decision moves each knob by at most one grid step (a factor of
 // `max_factor`, or one shard); a move whose measured outcome is worse than predicted by
-// `revert_margin` is reverted and the tuner holds still for `hold_after_revert` decisions;
-// results never leave the bounds. Without a usable model it returns the initial (static)
-// knobs and says so in last_error().
+// `revert_margin`, and no better than the window before the move, is reverted and the tuner
+// holds still for `hold_after_revert` decisions; results never leave the bounds. Without a usable
+// model it returns the initial (static) knobs and says so in last_error().
 #pragma once
 
 #include <cstddef>
@@ -33,7 +33,7 @@ struct XgboostOptions {
   // among ties the lowest predicted p99 wins.
   double tie_share = 0.02;
   // Revert a move when measured throughput < predicted * (1 - margin) or measured p99 >
-  // predicted * (1 + margin).
+  // predicted * (1 + margin), unless the outcome still beat the window before the move.
   double revert_margin = 0.3;
   int hold_after_revert = 5;
   // Online learning: live samples go into a ring of this capacity; every `refresh_every`
@@ -98,6 +98,7 @@ class XgboostTuner final : public Tuner {
   double target_us_;
   XgboostOptions opt_;
   std::optional<Prediction> pending_;  // prediction for the last move, until it is judged
+  Outcome before_;                     // measured outcome of the window before that move
   int hold_ = 0;
   std::vector<Knobs> candidates_;
   std::vector<float> rows_;

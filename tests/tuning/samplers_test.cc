@@ -1,0 +1,82 @@
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "rdmarepl/tuning/samplers.h"
+
+using namespace rdmarepl::tuning;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("rdmarepl_tuning_" + std::to_string(getpid()));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+void put(const fs::path& file, uint64_t v) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file) << v << "\n";
+}
+
+}  // namespace
+
+TEST_CASE("CpuSampler::utilization divides CPU time by wall time and cores", "[tuning]") {
+  CHECK(*CpuSampler::utilization(0.5, 1.0, 2) == Approx(0.25));
+  CHECK(*CpuSampler::utilization(3.0, 1.0, 2) == Approx(1.0));  // capped
+  CHECK_FALSE(CpuSampler::utilization(0.5, 0.0, 2).has_value());
+  CHECK_FALSE(CpuSampler::utilization(0.5, 1.0, 0).has_value());
+  CpuSampler s;
+  CHECK(s.cores() >= 1);
+  volatile double sink = 0;
+  for (int i = 0; i < 2'000'000; ++i) sink = sink + i * 0.5;
+  auto u = s.sample();
+  REQUIRE(u.has_value());
+  CHECK(*u >= 0.0);
+  CHECK(*u <= 1.0);
+}
+
+TEST_CASE("DeviceCounterSampler: rates from sysfs counters, absent counters stay absent",
+          "[tuning]") {
+  TempDir d;
+  fs::path port = d.path / "rxe0" / "ports" / "1";
+  put(port / "counters" / "port_xmit_data", 1000);
+  put(port / "counters" / "port_rcv_data", 50);
+  put(port / "hw_counters" / "rnr_nak_retry_err", 3);
+  fs::path port2 = d.path / "mlx5_0" / "ports" / "1";
+  put(port2 / "counters" / "port_xmit_data", 500);
+
+  auto totals = read_device_counters(d.path.string());
+  CHECK(totals.values.at("port_xmit_data") == 1500);
+
+  DeviceCounterSampler s(d.path.string());
+  DeviceRates first = s.sample(totals, 1'000'000'000);
+  CHECK_FALSE(first.tx_bytes_per_s.has_value());  // nothing to difference against yet
+
+  put(port / "counters" / "port_xmit_data", 3000);  // +2000 words
+  put(port / "hw_counters" / "rnr_nak_retry_err", 7);
+  DeviceRates r = s.sample(read_device_counters(d.path.string()), 3'000'000'000);  // 2 s later
+  REQUIRE(r.tx_bytes_per_s.has_value());
+  CHECK(*r.tx_bytes_per_s == Approx(2000.0 * 4 / 2));
+  REQUIRE(r.rx_bytes_per_s.has_value());
+  CHECK(*r.rx_bytes_per_s == Approx(0.0));
+  REQUIRE(r.rnr_naks_per_s.has_value());
+  CHECK(*r.rnr_naks_per_s == Approx(2.0));
+  CHECK_FALSE(r.tx_wait_per_s.has_value());  // not exposed: absent, not zero
+  CHECK_FALSE(r.retransmits_per_s.has_value());
+}
+
+TEST_CASE("read_device_counters on a missing root is empty, not an error", "[tuning]") {
+  CHECK(read_device_counters("/nonexistent/rdmarepl/sys/class/infiniband").values.empty());
+  DeviceCounterSampler s("/nonexistent/rdmarepl");
+  (void)s.sample();
+  DeviceRates r = s.sample();
+  CHECK_FALSE(r.tx_bytes_per_s.has_value());
+}
