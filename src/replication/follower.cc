@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <thread>
 
@@ -251,6 +252,22 @@ size_t Follower::progress() noexcept {
     work += poll_shard(*sp);
   }
   return work;
+}
+
+// Blocks in the first connected shard's wait(): batches on other shards are seen at most
+// `timeout` later, which is the price of not spinning.
+void Follower::wait_for_work(std::chrono::microseconds timeout) noexcept {
+  const auto ms = std::max<std::chrono::milliseconds>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(timeout), std::chrono::milliseconds(1));
+  for (auto& sp : shards_) {
+    std::unique_lock lock(sp->mu, std::try_to_lock);
+    if (!lock.owns_lock()) return;
+    if (sp->conn) {
+      (void)sp->conn->wait(ms);
+      return;
+    }
+  }
+  std::this_thread::sleep_for(timeout);
 }
 
 Status Follower::wait(Ticket, std::chrono::milliseconds) {

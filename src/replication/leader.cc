@@ -427,6 +427,23 @@ size_t Leader::progress() noexcept {
   return work;
 }
 
+// Blocks in the first connected link's wait(): acknowledgements on other links are seen at
+// most `timeout` later, which is the price of not spinning.
+void Leader::wait_for_work(std::chrono::microseconds timeout) noexcept {
+  const auto ms = std::max<std::chrono::milliseconds>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(timeout), std::chrono::milliseconds(1));
+  for (auto& sp : shards_) {
+    std::unique_lock lock(sp->mu, std::try_to_lock);
+    if (!lock.owns_lock()) return;
+    for (auto& l : sp->links)
+      if (l->up.load(std::memory_order_relaxed) && !sp->open_active) {
+        (void)l->conn->wait(ms);
+        return;
+      }
+  }
+  std::this_thread::sleep_for(timeout);
+}
+
 // ------------------------------------------------------------------ waiting
 
 bool Leader::committed(Ticket t) const noexcept {

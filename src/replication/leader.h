@@ -31,6 +31,10 @@ class Leader final : public CoreBase {
   size_t progress() noexcept override;
   void close() noexcept override;
 
+ protected:
+  void wait_for_work(std::chrono::microseconds timeout) noexcept override;
+
+ public:
   [[nodiscard]] transport::Endpoint local_endpoint() const override { return {}; }
   [[nodiscard]] uint64_t last_seq(uint32_t shard) const noexcept override;
   [[nodiscard]] uint64_t applied_seq(uint32_t) const noexcept override { return 0; }

@@ -310,3 +310,17 @@ TEST_CASE("transport selection explains why verbs is unavailable", "[channel]") 
   REQUIRE_FALSE(t.ok());
   CHECK_THAT(t.error().message(), Catch::Contains("verbs"));
 }
+
+TEST_CASE("every polling mode makes progress", "[channel]") {
+  for (auto mode : {PollingMode::manual, PollingMode::busy, PollingMode::blocking}) {
+    INFO("polling mode " << static_cast<int>(mode));
+    auto o = base_options();
+    o.polling = PollingMode::blocking;  // followers
+    Cluster c(o);
+    c.options.polling = mode;  // leader; with manual, wait() drives progress()
+    c.start_leader();
+    auto last = write_load(c, 2, 2000, 21, 500);
+    for (auto t : last) REQUIRE(c.leader->wait(t, 30s).ok());
+    require_converged(c);
+  }
+}
