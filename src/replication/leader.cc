@@ -229,6 +229,9 @@ void Leader::send_pending(Shard& s) noexcept {
   for (auto& lp : s.links) {
     Link& l = *lp;
     if (!l.up.load(std::memory_order_relaxed)) continue;
+    // Batches before the window's start were evicted because this follower acknowledged
+    // them (its ack ran ahead of what this connection sent, after a stale resume point).
+    if (l.next_send_bn < s.first_bn) l.next_send_bn = s.first_bn;
     while (l.next_send_bn < s.end_bn) {
       const BatchDesc& d = desc(s, l.next_send_bn);
       // Keep two receives of slack on the follower: it posts queue_depth + 4.

@@ -14,6 +14,8 @@
 #include <random>
 #include <thread>
 
+#include "rdmarepl/core/clock.h"
+#include "rdmarepl/metrics/histogram.h"
 #include "rdmarepl/rdmarepl.h"
 #include "rdmarepl/transport/fault/fault_injecting_transport.h"
 #include "rdmarepl/transport/tcp/tcp_transport.h"
@@ -316,5 +318,34 @@ TEST_CASE("16 MiB values and 64 KiB keys cross process boundaries intact", "[int
   auto w = leader->replicate("empty", "");
   REQUIRE(w.ok());
   model.put("empty", "");
+  require_same(*leader, model, nodes);
+}
+
+// Not a speed assertion (the machine is shared): prints the closed-loop commit latency of
+// 1 KiB writes so that regressions are visible in the test log.
+TEST_CASE("closed-loop replicate+wait latency over TCP, ack=all", "[integration]") {
+  auto o = options_for_test();
+  o.ack_mode = AckMode::all;
+  o.polling = PollingMode::busy;
+  std::vector<std::unique_ptr<NodeProcess>> nodes;
+  nodes.push_back(std::make_unique<NodeProcess>(o));
+  nodes.push_back(std::make_unique<NodeProcess>(o));
+  MapStore model;
+  auto leader = make_leader(o, model, nodes);
+  const std::string value(1024, 'v');
+  metrics::Histogram h;
+  for (int i = 0; i < 5000; ++i) {
+    const auto key = "k" + std::to_string(i % 100);
+    const uint64_t t0 = mono_ns();
+    auto w = leader->replicate(key, value);
+    REQUIRE(w.ok());
+    REQUIRE(leader->wait(w.ticket, 10s).ok());
+    h.record(mono_ns() - t0);
+    model.put(key, value);
+  }
+  auto s = h.snapshot();
+  std::printf("closed loop, 1 KiB, ack=all, 2 followers: p50 %.1f us p99 %.1f us p999 %.1f us\n",
+              static_cast<double>(s.p50()) / 1e3, static_cast<double>(s.p99()) / 1e3,
+              static_cast<double>(s.p999()) / 1e3);
   require_same(*leader, model, nodes);
 }
