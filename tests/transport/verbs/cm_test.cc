@@ -29,8 +29,10 @@ TEST_CASE("RDMA CM connects, exchanges ring descriptors and carries writes", "[v
   ConnectionOptions so;
   so.regions = {(*mr)->remote()};
   auto accepted = std::async(std::launch::async,
-                             [&] { return (*listener)->accept(so, std::chrono::seconds(10)); });
-  auto client = t->connect((*listener)->local_endpoint(), ConnectionOptions{});
+                             [&] { return (*listener)->accept(so, std::chrono::seconds(60)); });
+  ConnectionOptions co;
+  co.connect_timeout = std::chrono::seconds(60);
+  auto client = t->connect((*listener)->local_endpoint(), co);
   auto server = accepted.get();
   REQUIRE(client);
   REQUIRE(server);
@@ -56,7 +58,7 @@ TEST_CASE("RDMA CM connects, exchanges ring descriptors and carries writes", "[v
 
   // A CM disconnect reaches the peer.
   c.close();
-  for (int i = 0; i < 300 && s.healthy(); ++i) (void)s.wait(std::chrono::milliseconds(10));
+  for (int i = 0; i < 1000 && s.healthy(); ++i) (void)s.wait(std::chrono::milliseconds(10));
   CHECK_FALSE(s.healthy());
   CHECK(s.error().is(Errc::connection_closed));
 }

@@ -292,7 +292,7 @@ TEST_CASE("close flushes pending receives and tells the peer", "[verbs]") {
   WriteRequest w{1, nullptr, 0, 0, 0, 0, 0, true};
   CHECK(p.server->post_writes({&w, 1}) == PostStatus::disconnected);
   // The peer notices through its bootstrap socket.
-  for (int i = 0; i < 200 && p.client->healthy(); ++i)
+  for (int i = 0; i < 1000 && p.client->healthy(); ++i)
     (void)p.client->wait(std::chrono::milliseconds(10));
   CHECK_FALSE(p.client->healthy());
   CHECK(p.client->error().is(Errc::connection_closed));

@@ -50,7 +50,7 @@ void expect_remote_access_error(uint64_t addr_offset, uint32_t rkey_xor) {
   CHECK(p.client->post_writes({&ws[1], 1}) == PostStatus::disconnected);
   // Target memory unchanged; the target's QP errors out too and says so.
   for (auto b : target.bytes) REQUIRE(b == 0xab);
-  for (int i = 0; i < 300 && p.server->healthy(); ++i) {
+  for (int i = 0; i < 1000 && p.server->healthy(); ++i) {
     Completion c[8];
     (void)p.server->poll(c);
     (void)p.server->wait(std::chrono::milliseconds(10));

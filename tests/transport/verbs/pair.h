@@ -41,10 +41,12 @@ inline Result<Pair> try_connect(Transport& server_t, Transport& client_t,
                                 ConnectionOptions client_opts = {}) {
   auto listener = server_t.listen(Endpoint{"127.0.0.1", 0});
   if (!listener) return listener.error();
+  // Generous: a TCG guest on a busy host can take seconds to fault in a binary's pages.
+  server_opts.connect_timeout = client_opts.connect_timeout = std::chrono::seconds(60);
   if (server_opts.node_id.empty()) server_opts.node_id = "server";
   if (client_opts.node_id.empty()) client_opts.node_id = "client";
   auto accepted = std::async(std::launch::async, [&] {
-    return (*listener)->accept(server_opts, std::chrono::seconds(10));
+    return (*listener)->accept(server_opts, std::chrono::seconds(60));
   });
   auto c = client_t.connect((*listener)->local_endpoint(), client_opts);
   auto s = accepted.get();

@@ -14,11 +14,12 @@ TEST_CASE("the QP manager connects lazily, pools retired shards and resizes CQs"
   ConnectionOptions small;
   small.send_queue_depth = 128;
   small.recv_queue_depth = 128;
+  small.connect_timeout = std::chrono::seconds(60);
   QpManager::Factory factory = [&](size_t shard) -> Result<std::unique_ptr<Connection>> {
     ConnectionOptions o = small;
     o.app_data = std::to_string(shard);
     std::thread acceptor([&] {
-      auto c = (*listener)->accept(small, std::chrono::seconds(10));
+      auto c = (*listener)->accept(small, std::chrono::seconds(60));
       if (c) accepted.push_back(std::move(*c));
     });
     auto c = t->connect((*listener)->local_endpoint(), o);
