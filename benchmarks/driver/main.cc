@@ -43,9 +43,15 @@ constexpr const char* kUsage =
   --records N        records (default 200000; k/m suffixes)
   --keyspace N       distinct keys (default: records; keys repeat, as with redis-benchmark -r)
   --ack M            none | one | all | quorum (default all)
-  --batch-bytes N    batch size (default: the channel's)
-  --shards N         shards (default: the channel's)
-  --polling P        busy | sleep | blocking (default sleep)
+  --batch-bytes N    batch size (default: the channel's, 64 KiB)
+  --shards N         shards, i.e. connections per follower (default 1)
+  --polling P        followers' poller: busy | sleep | blocking (default blocking)
+  --leader-polling P manual | busy | sleep | blocking (default manual: the writer drives it)
+  --retain-bytes N   leader's retained window per shard (default 8MiB)
+  --store S          digest (default: every process keeps a hash per key, enough for the
+                     digest comparison) | map (keep every value, as the demo does)
+  --poll-us N        poll interval / longest block in microseconds (default: the channel's)
+  --flush-us N       seal a batch this long after its first record (default: the channel's)
   --seed N           workload seed (default 42)
   --json PATH        write the result as JSON
   --compare X        redis | tcp-stream; may be given twice. Runs the baseline in the same run
@@ -96,7 +102,17 @@ int main(int argc, char** argv) {
   RunConfig config;
   config.workload.records = 200'000;
   config.workload.value_min = config.workload.value_max = 1024;
-  config.polling = replication::PollingMode::sleep;
+  // Defaults measured best on a small (2-core) machine; docs/benchmarks.md ("End to end")
+  // shows the comparison. One shard: one connection per follower, so a poll round is one
+  // system call per follower. Blocking followers wake when bytes arrive instead of every
+  // poll interval. An 8 MiB retained window stays hot in the cache and is touched (page
+  // faulted) once, where the 64 MiB default is mostly first-touch in a short run.
+  config.shards = 1;
+  config.polling = replication::PollingMode::blocking;
+  config.retain_bytes = 8u << 20;
+  // The stores keep a hash per key instead of the value: the same digests, without
+  // gigabytes of fresh (page-faulting) store memory per process at 16 KiB values.
+  config.digest_only_store = true;
   if (auto s = apply_flags(*flags, config); !s) {
     fmt::print(stderr, "rdmarepl-bench: {}\n", s.error().message());
     return 2;
@@ -221,6 +237,7 @@ int main(int argc, char** argv) {
     j.field("ack", replication::to_string(config.ack));
     j.field("shards", config.shards).field("batch_bytes", config.batch_bytes);
     j.field("polling", polling_name(config.polling));
+    j.field("store", config.digest_only_store ? "digest" : "map");
     j.field("seconds", r.seconds)
         .field("ops_per_sec", r.ops_per_sec)
         .field("mb_per_sec", r.mb_per_sec);

@@ -43,6 +43,12 @@ bool Digest::parse(std::string_view text, Digest& out) {
 }
 
 void KvStore::put(std::string_view key, std::string_view value) {
+  if (mode_ == Mode::kDigestOnly) {
+    uint64_t h = entry_hash(key, value);
+    std::lock_guard lock(mu_);
+    hashes_[std::string(key)] = h;
+    return;
+  }
   std::lock_guard lock(mu_);
   auto [it, inserted] = map_.try_emplace(std::string(key));
   if (inserted) {
@@ -56,6 +62,10 @@ void KvStore::put(std::string_view key, std::string_view value) {
 
 void KvStore::erase(std::string_view key) {
   std::lock_guard lock(mu_);
+  if (mode_ == Mode::kDigestOnly) {
+    hashes_.erase(std::string(key));
+    return;
+  }
   auto it = map_.find(std::string(key));
   if (it == map_.end()) return;
   bytes_ -= it->first.size() + it->second.size();
@@ -72,7 +82,7 @@ bool KvStore::get(std::string_view key, std::string& out) const {
 
 size_t KvStore::size() const {
   std::lock_guard lock(mu_);
-  return map_.size();
+  return mode_ == Mode::kFull ? map_.size() : hashes_.size();
 }
 
 uint64_t KvStore::bytes() const {
@@ -83,6 +93,11 @@ uint64_t KvStore::bytes() const {
 Digest KvStore::digest() const {
   std::lock_guard lock(mu_);
   Digest d;
+  if (mode_ == Mode::kDigestOnly) {
+    for (const auto& [k, h] : hashes_) d.sum += h;
+    d.entries = hashes_.size();
+    return d;
+  }
   for (const auto& [k, v] : map_) d.sum += entry_hash(k, v);
   d.entries = map_.size();
   return d;

@@ -32,6 +32,12 @@ uint64_t entry_hash(std::string_view key, std::string_view value) noexcept;
 // for a digest. The lock is uncontended in steady state.
 class KvStore {
  public:
+  // kFull keeps every value (a real store). kDigestOnly keeps, per key, only the hash of its
+  // entry: the same digest, with the memory of keys only, so that a benchmark measures the
+  // replication rather than the allocator of a demo store (get() then finds nothing).
+  enum class Mode { kFull, kDigestOnly };
+  explicit KvStore(Mode mode = Mode::kFull) : mode_(mode) {}
+
   void put(std::string_view key, std::string_view value);
   void erase(std::string_view key);
   void apply(const replication::Record& record) {
@@ -49,8 +55,10 @@ class KvStore {
   [[nodiscard]] uint64_t bytes() const;
 
  private:
+  Mode mode_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::string> map_;
+  std::unordered_map<std::string, uint64_t> hashes_;  // kDigestOnly
   uint64_t bytes_ = 0;
 };
 

@@ -33,9 +33,14 @@ constexpr const char* kUsage =
   --kill-at F          fraction of the records after which follower-1 is killed (default 0.4)
   --seed N             workload seed (default 42); the same seed gives the same workload
   --erase-percent P    share of the writes that are erases (default 1)
-  --shards N           shards (connections per follower) (default: the channel's, 4)
+  --shards N           shards, i.e. connections per follower (default 1)
   --batch-bytes N      batch size (default: the channel's, 64 KiB)
-  --polling P          busy | sleep | blocking: how the channel's poller waits (default sleep)
+  --polling P          followers' poller: busy | sleep | blocking (default blocking)
+  --leader-polling P   manual | busy | sleep | blocking (default manual: the writer drives it)
+  --poll-us N          poll interval / longest block in microseconds (default: the channel's)
+  --flush-us N         seal a batch this long after its first record (default: the channel's)
+  --retain-bytes N     leader's retained window per shard (default: the whole run when a
+                       follower is killed, so that it can be caught up from scratch)
   --timeout S          give up after S seconds (default 300)
   --quiet              no progress output
   --help               this text
@@ -67,7 +72,10 @@ int main(int argc, char** argv) {
 
   RunConfig config;
   config.workload.erase_percent = 1;
-  config.polling = replication::PollingMode::sleep;
+  // One connection per follower and followers that block until bytes arrive: the fewest
+  // system calls and wake-ups per batch on a small machine (see docs/benchmarks.md).
+  config.shards = 1;
+  config.polling = replication::PollingMode::blocking;
   if (auto s = apply_flags(*flags, config); !s) {
     fmt::print(stderr, "replicated_kv: {}\n", s.error().message());
     return 2;

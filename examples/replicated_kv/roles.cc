@@ -128,7 +128,7 @@ int run_leader(const Flags& flags, ControlSocket& ctl) {
   auto peers = parse_peers(flags.get("peers"));
   if (!peers) return fail(ctl, peers.error().message());
 
-  KvStore store;
+  KvStore store(config.digest_only_store ? KvStore::Mode::kDigestOnly : KvStore::Mode::kFull);
   auto options = leader_options(config, *peers);
   auto created = Channel::create(options, store);
   if (!created) return fail(ctl, "leader: " + created.error().to_string());
@@ -209,7 +209,7 @@ int run_follower(const Flags& flags, ControlSocket& ctl) {
   auto port = parse_count(flags.get("port", "0"), "--port");
   if (!index || !port || *port > 65535) return fail(ctl, "follower: bad --id or --port");
 
-  KvStore store;
+  KvStore store(config.digest_only_store ? KvStore::Mode::kDigestOnly : KvStore::Mode::kFull);
   auto options =
       follower_options(config, static_cast<uint32_t>(*index), static_cast<uint16_t>(*port));
   auto created = Channel::create(options, store);

@@ -48,9 +48,10 @@ std::string_view polling_name(PollingMode mode) noexcept {
 }
 
 std::vector<std::string> run_config_flag_names() {
-  return {"transport",    "ack",      "polling",       "followers",     "records",     "key-size",
-          "value-size",   "keyspace", "erase-percent", "seed",          "batch-bytes", "shards",
-          "retain-bytes", "poll-us",  "flush-us",      "leader-polling"};
+  return {"transport",      "ack",        "polling",      "followers",     "records",
+          "key-size",       "value-size", "keyspace",     "erase-percent", "seed",
+          "batch-bytes",    "shards",     "retain-bytes", "poll-us",       "flush-us",
+          "leader-polling", "store",      "ring-bytes"};
 }
 
 std::vector<std::string> to_args(const RunConfig& c) {
@@ -63,6 +64,10 @@ std::vector<std::string> to_args(const RunConfig& c) {
           std::string(polling_name(c.polling)),
           "--leader-polling",
           std::string(polling_name(c.leader_polling)),
+          "--store",
+          c.digest_only_store ? "digest" : "map",
+          "--ring-bytes",
+          std::to_string(c.ring_bytes),
           "--followers",
           std::to_string(c.followers),
           "--records",
@@ -105,6 +110,14 @@ Status apply_flags(const Flags& f, RunConfig& c) {
     if (!p) return std::move(p).error();
     c.polling = *p;
   }
+  if (f.has("store")) {
+    std::string st = f.get("store");
+    if (st != "map" && st != "digest") {
+      return Error(Errc::invalid_argument,
+                   "--store '" + st + "' is not map (keep values) or digest (keep hashes)");
+    }
+    c.digest_only_store = st == "digest";
+  }
   if (f.has("leader-polling")) {
     auto p = parse_polling(f.get("leader-polling"));
     if (!p) return std::move(p).error();
@@ -137,6 +150,7 @@ Status apply_flags(const Flags& f, RunConfig& c) {
   RDMAREPL_TRY(u32("shards", c.shards));
   RDMAREPL_TRY(u64("retain-bytes", c.retain_bytes));
   RDMAREPL_TRY(u64("poll-us", c.poll_us));
+  RDMAREPL_TRY(u64("ring-bytes", c.ring_bytes));
   RDMAREPL_TRY(u64("flush-us", c.flush_us));
   if (f.has("value-size")) {
     auto r = parse_range(f.get("value-size"), "--value-size");
@@ -181,6 +195,8 @@ void common_options(const RunConfig& c, replication::ChannelOptions& o) {
   // The receive ring holds several full batches and the largest record several times over.
   size_t ring_min = 8 * std::max<size_t>(o.batch_bytes, c.workload.value_max + 4096);
   o.ring_bytes = std::max(o.ring_bytes, std::bit_ceil(ring_min));
+  // The ring bounds the bytes in flight to a follower: throughput <= ring / round trip.
+  if (c.ring_bytes != 0) o.ring_bytes = std::max<size_t>(c.ring_bytes, std::bit_ceil(ring_min));
 }
 }  // namespace
 

@@ -28,8 +28,11 @@ struct RunConfig {
   uint64_t batch_bytes = 0;   // 0: the channel's default
   uint32_t shards = 0;        // 0: the channel's default
   uint64_t retain_bytes = 0;  // 0: the channel's default
+  uint64_t ring_bytes = 0;    // 0: the channel's default (raised to fit 8 batches)
   uint64_t poll_us = 0;       // 0: the channel's default poll_interval
   uint64_t flush_us = 0;      // 0: the channel's default flush_delay
+  // Every process's store: full (keeps values) or digest-only (see KvStore::Mode).
+  bool digest_only_store = false;
 
   // Demo: SIGKILL one follower when this fraction of the records was written, and restart
   // it when `restart_at` was written (or a second passed). kill_at <= 0: no kill.
