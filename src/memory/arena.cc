@@ -2,6 +2,10 @@
 
 #include <sys/mman.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -86,6 +90,10 @@ Result<Arena> Arena::create(size_t bytes, const ArenaOptions& options, const Reg
 void Arena::release() noexcept {
   if (base_ == nullptr) return;
   if (registered_) deregister_counted(*registrar_, counters_, region_);
+#if defined(__SANITIZE_ADDRESS__)
+  // The slab poisons free chunks; the address range may be mapped again by someone else.
+  ASAN_UNPOISON_MEMORY_REGION(base_, size_);
+#endif
   munmap(base_, size_);
   if (counters_ != nullptr) {
     counters_->sub(counters_->arenas, 1);

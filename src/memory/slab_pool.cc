@@ -263,7 +263,7 @@ FreeChunk* SlabPool::alloc_slow(unsigned cls) noexcept {
 }
 
 void SlabPool::release_slow(std::byte* p, ArenaState* arena, unsigned cls) noexcept {
-  auto* chunk = new (p) FreeChunk(arena);
+  auto* chunk = detail::make_free_chunk(p, arena, class_size(cls));
   ThreadCache* tc = local_cache();
   if (tc != nullptr) {
     auto& c = tc->classes[cls];
@@ -328,7 +328,7 @@ size_t SlabPool::carve(FreeList& into, unsigned cls, size_t max) noexcept {
     size_t n = std::min(max, (a->arena.size() - start) / size);
     if (n == 0) continue;
     for (size_t i = 0; i < n; ++i)
-      into.push_front(*new (a->arena.base() + start + i * size) FreeChunk(a.get()));
+      into.push_front(*detail::make_free_chunk(a->arena.base() + start + i * size, a.get(), size));
     a->carved = start + n * size;
     a->out.fetch_add(n, std::memory_order_relaxed);
     return n;
@@ -390,6 +390,8 @@ bool SlabPool::recycle_free_arena() noexcept {
   for (auto& a : arenas_) {
     if (a->carved == 0 || a->out.load(std::memory_order_relaxed) != 0) continue;
     strip_locked(a.get());
+    // Chunk boundaries change: clear the old layout's poisoning before carving afresh.
+    RDMAREPL_MEMORY_UNPOISON(a->arena.base(), a->arena.size());
     a->carved = 0;
     return true;
   }

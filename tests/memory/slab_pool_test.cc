@@ -288,3 +288,21 @@ TEST_CASE("buffers are registered in the translation table through their arena",
   created->reset();  // the pool erases its arenas from the table on destruction
   CHECK(table.size() == 0);
 }
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+
+TEST_CASE("under AddressSanitizer a released buffer's bytes are poisoned", "[unit][memory]") {
+  auto created = SlabPool::create(small_pool(), local_registrar());
+  REQUIRE(created.ok());
+  Buffer b = (*created)->alloc(256);
+  REQUIRE(b);
+  std::byte* p = b.data();
+  CHECK_FALSE(__asan_address_is_poisoned(p + 255));
+  b.reset();
+  CHECK(__asan_address_is_poisoned(p + 255));
+  Buffer again = (*created)->alloc(256);  // LIFO: the same chunk, usable again
+  REQUIRE(again.data() == p);
+  CHECK_FALSE(__asan_address_is_poisoned(p + 255));
+}
+#endif

@@ -122,6 +122,7 @@ class alignas(kCacheLine) SlabPool {
   Status add_arena(size_t bytes, bool retained);
   Buffer make_buffer(detail::FreeChunk& chunk, size_t size, unsigned cls) noexcept {
     detail::ArenaState* a = chunk.arena;
+    RDMAREPL_MEMORY_UNPOISON(&chunk, class_size(cls));
     return Buffer(reinterpret_cast<std::byte*>(&chunk), this, a, static_cast<uint32_t>(size),
                   static_cast<uint8_t>(cls));
   }
@@ -173,7 +174,7 @@ inline void SlabPool::release(std::byte* p, detail::ArenaState* arena, unsigned 
   if (RDMAREPL_LIKELY(slot.pool_id == id_)) {
     auto& c = slot.cache->classes[cls];
     if (RDMAREPL_LIKELY(c.count < c.capacity)) {
-      c.list.push_front(*new (p) detail::FreeChunk(arena));
+      c.list.push_front(*detail::make_free_chunk(p, arena, class_size(cls)));
       ++c.count;
       return;
     }

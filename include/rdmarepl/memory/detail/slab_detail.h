@@ -7,11 +7,23 @@
 #include <boost/intrusive/slist.hpp>
 #include <cstdint>
 #include <mutex>
+#include <new>
 
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/config.h"
 #include "rdmarepl/memory/arena.h"
 #include "rdmarepl/memory/size_classes.h"
+
+// Under AddressSanitizer the bytes of a free chunk past its header are poisoned, so that a
+// use of a Buffer's memory after it was released is reported.
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define RDMAREPL_MEMORY_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define RDMAREPL_MEMORY_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define RDMAREPL_MEMORY_POISON(p, n) ((void)(p), (void)(n))
+#define RDMAREPL_MEMORY_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 
 namespace rdmarepl::memory::detail {
 
@@ -31,6 +43,14 @@ struct FreeChunk : bi::slist_base_hook<bi::link_mode<bi::normal_link>> {
   ArenaState* arena;
 };
 static_assert(sizeof(FreeChunk) <= kMinClassSize);
+static_assert(sizeof(FreeChunk) % 8 == 0, "poisoning works in 8-byte granules");
+
+// Writes the free-chunk header at `p` and poisons the rest of the chunk (sanitizer builds).
+inline FreeChunk* make_free_chunk(std::byte* p, ArenaState* arena, size_t chunk_size) noexcept {
+  auto* chunk = new (p) FreeChunk(arena);
+  RDMAREPL_MEMORY_POISON(p + sizeof(FreeChunk), chunk_size - sizeof(FreeChunk));
+  return chunk;
+}
 
 // A null-terminated list without a size field or tail pointer: push/pop touch one word.
 using FreeList =
