@@ -118,6 +118,24 @@ Result<std::vector<Member>> object_members(std::string_view text) {
   return out;
 }
 
+Result<std::vector<std::string_view>> array_elements(std::string_view text) {
+  Scanner s(text);
+  RDMAREPL_TRY(s.expect('['));
+  std::vector<std::string_view> out;
+  s.ws();
+  if (!s.at_end() && s.peek() == ']') return out;
+  while (true) {
+    auto v = s.value();
+    if (!v) return std::move(v).error();
+    out.push_back(*v);
+    s.ws();
+    if (s.at_end()) return s.truncated();
+    if (s.peek() == ']') break;
+    RDMAREPL_TRY(s.expect(','));
+  }
+  return out;
+}
+
 Result<std::vector<std::string>> string_array(std::string_view text) {
   Scanner s(text);
   RDMAREPL_TRY(s.expect('['));

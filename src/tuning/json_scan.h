@@ -20,6 +20,9 @@ struct Member {
 // where the text stops making sense, e.g. "truncated at byte 812".
 Result<std::vector<Member>> object_members(std::string_view text);
 
+// The raw text of each element of the array that `text` holds.
+Result<std::vector<std::string_view>> array_elements(std::string_view text);
+
 // Elements of an array of plain strings (no escapes).
 Result<std::vector<std::string>> string_array(std::string_view text);
 

@@ -6,10 +6,13 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <vector>
 
+#include "forest.h"
 #include "json_scan.h"
+#include "rdmarepl/core/log.h"
 #include "rdmarepl/tuning/features.h"
 #include "rdmarepl/tuning/model.h"
 
@@ -173,6 +176,23 @@ struct TuningModel::Impl {
   Booster tp;
   Booster p99;
   uint64_t version = 1;
+  // Native copies of the trees for fast prediction; empty when they could not be made.
+  std::optional<Forest> forest_tp;
+  std::optional<Forest> forest_p99;
+
+  void compile(std::string_view tp_json, std::string_view p99_json) {
+    auto a = Forest::parse(tp_json, kNumFeatures);
+    auto b = Forest::parse(p99_json, kNumFeatures);
+    if (a && b) {
+      forest_tp = std::move(*a);
+      forest_p99 = std::move(*b);
+    } else {
+      forest_tp.reset();
+      forest_p99.reset();
+      log::debug("tuning model: predicting through XGBoost: {}",
+                 (a ? b.error() : a.error()).message());
+    }
+  }
 };
 
 bool TuningModel::available() noexcept {
@@ -217,6 +237,11 @@ Result<TuningModel> TuningModel::train(std::span<const Sample> samples, const Tr
     }
     RDMAREPL_TRY(b.set("nthread", "1"));
   }
+  auto tp_json = booster_json(impl->tp);
+  if (!tp_json) return std::move(tp_json).error();
+  auto p99_json = booster_json(impl->p99);
+  if (!p99_json) return std::move(p99_json).error();
+  impl->compile(*tp_json, *p99_json);
   return TuningModel(std::move(impl));
 }
 
@@ -284,6 +309,7 @@ Result<TuningModel> TuningModel::from_json(std::string_view text, std::string_vi
   if (boosted_rounds(impl->tp) < 1 || boosted_rounds(impl->p99) < 1) {
     return bad("a model has no trees");
   }
+  impl->compile(json::find(*members, "bytes_per_s"), json::find(*members, "latency_p99_us"));
   return TuningModel(std::move(impl));
 }
 
@@ -327,8 +353,19 @@ Result<TuningModel> TuningModel::clone() const {
   return from_json(*json, "copy");
 }
 
-Status TuningModel::predict(const float* features, size_t rows, Prediction* out) const {
+Status TuningModel::predict(const float* features, size_t rows, Prediction* out,
+                            Engine engine) const {
   if (rows == 0) return {};
+  if (engine == Engine::native && impl_->forest_tp && impl_->forest_p99) {
+    for (size_t i = 0; i < rows; ++i) {
+      const float* row = features + i * kNumFeatures;
+      double tp = std::expm1(static_cast<double>(impl_->forest_tp->predict(row)));
+      double p99 = std::expm1(static_cast<double>(impl_->forest_p99->predict(row)));
+      out[i].bytes_per_s = tp < 0 ? 0 : tp;
+      out[i].latency_p99_us = p99 < 0 ? 0 : p99;
+    }
+    return {};
+  }
   std::string iface =
       fmt::format(R"({{"data":[{},true],"shape":[{},{}],"typestr":"<f4","version":3}})",
                   reinterpret_cast<uintptr_t>(features), rows, kNumFeatures);

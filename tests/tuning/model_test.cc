@@ -68,9 +68,34 @@ TEST_CASE("model save/load round trip predicts identically", "[tuning][xgboost]"
     CHECK(a[i].bytes_per_s == b[i].bytes_per_s);  // bit-identical, not approximately equal
     CHECK(a[i].latency_p99_us == b[i].latency_p99_us);
   }
+  auto x = rows_of(probe);
+  std::vector<Prediction> c(probe.size()), d(probe.size());
+  REQUIRE(small_model().predict(x.data(), probe.size(), c.data(), Engine::xgboost).ok());
+  REQUIRE(loaded->predict(x.data(), probe.size(), d.data(), Engine::xgboost).ok());
+  for (size_t i = 0; i < c.size(); ++i) {
+    CHECK(c[i].bytes_per_s == d[i].bytes_per_s);
+    CHECK(c[i].latency_p99_us == d[i].latency_p99_us);
+  }
   CHECK(loaded->version() == small_model().version());
   CHECK(loaded->trees_per_target() == small_model().trees_per_target());
   std::remove(path.c_str());
+}
+
+TEST_CASE("native tree evaluation matches XGBoost's own predictions", "[tuning][xgboost]") {
+  if (skip_without_xgboost()) return;
+  std::vector<Sample> probe(small_dataset().begin(), small_dataset().begin() + 400);
+  for (size_t i = 0; i < probe.size(); i += 3) {  // missing inputs take the default branch
+    probe[i].observation.cpu_utilization.reset();
+    probe[i].observation.device = DeviceRates{};
+  }
+  auto x = rows_of(probe);
+  std::vector<Prediction> native(probe.size()), xgb(probe.size());
+  REQUIRE(small_model().predict(x.data(), probe.size(), native.data(), Engine::native).ok());
+  REQUIRE(small_model().predict(x.data(), probe.size(), xgb.data(), Engine::xgboost).ok());
+  for (size_t i = 0; i < probe.size(); ++i) {
+    CHECK(native[i].bytes_per_s == Approx(xgb[i].bytes_per_s).epsilon(1e-4));
+    CHECK(native[i].latency_p99_us == Approx(xgb[i].latency_p99_us).epsilon(1e-4));
+  }
 }
 
 TEST_CASE("model predictions track the synthetic truth", "[tuning][xgboost]") {

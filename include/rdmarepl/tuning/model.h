@@ -24,6 +24,12 @@ struct Prediction {
   double latency_p99_us = 0;
 };
 
+// How predict() evaluates the trees. `native` walks a copy of the trees compiled when the
+// model was built or loaded (no per-call overhead; it falls back to `xgboost` if the copy
+// could not be made); `xgboost` calls the XGBoost C API. Both give the same numbers up to
+// float rounding.
+enum class Engine { native, xgboost };
+
 struct TrainOptions {
   int rounds = 60;  // trees per target; decision cost grows linearly with it
   int max_depth = 6;
@@ -79,7 +85,8 @@ class TuningModel {
   Result<TuningModel> clone() const;
 
   // Predicts `rows` rows of kNumFeatures floats each (row-major) into out[0 .. rows).
-  Status predict(const float* features, std::size_t rows, Prediction* out) const;
+  Status predict(const float* features, std::size_t rows, Prediction* out,
+                 Engine engine = Engine::native) const;
 
   // Online learning on `samples`; on error the model is unchanged and usable.
   // Increments version() on success.
