@@ -44,7 +44,7 @@ Result<std::string> TuningModel::to_json() const {
 Result<TuningModel> TuningModel::clone() const {
   return unsupported();
 }
-Status TuningModel::predict(const float*, std::size_t, Prediction*) const {
+Status TuningModel::predict(const float*, std::size_t, Prediction*, Engine) const {
   return unsupported();
 }
 Status TuningModel::update(std::span<const Sample>, const UpdateOptions&) {
