@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <future>
 #include <set>
 
@@ -263,4 +264,45 @@ TEST_CASE("tcp: a truncated frame fails the connection without a completion", "[
   REQUIRE(got.size() == 1);
   CHECK(got[0].status == WcStatus::flushed);
   CHECK(std::all_of(dst.begin(), dst.end(), [](uint8_t b) { return b == 0xab; }));
+}
+
+TEST_CASE("tcp: the frame header layout matches docs/wire_format.md", "[transport][tcp]") {
+  tcp::FrameHeader h;
+  h.type = tcp::FrameType::write;
+  h.flags = tcp::kFlagAckRequested;
+  h.length = 5;
+  h.remote_addr = 0x00007f0000001000ull;
+  h.rkey = 0x9a3c11d5u;
+  h.imm = 7;
+  h.seq = 1;
+  uint8_t b[tcp::kFrameHeaderBytes];
+  h.encode(b);
+  const uint8_t expected[tcp::kFrameHeaderBytes] = {0x54, 0x46, 0x01, 0x01, 0x00, 0x00, 0x00, 0x05,
+                                                    0x00, 0x00, 0x7f, 0x00, 0x00, 0x00, 0x10, 0x00,
+                                                    0x9a, 0x3c, 0x11, 0xd5, 0x00, 0x00, 0x00, 0x07,
+                                                    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01};
+  CHECK(std::memcmp(b, expected, sizeof b) == 0);
+  tcp::FrameHeader back;
+  REQUIRE(back.decode(b));
+  CHECK(back.remote_addr == h.remote_addr);
+  CHECK(back.rkey == h.rkey);
+  CHECK(back.seq == 1);
+
+  uint8_t bad[tcp::kFrameHeaderBytes];
+  std::memcpy(bad, b, sizeof bad);
+  bad[0] = 0;  // magic
+  CHECK_FALSE(back.decode(bad));
+  std::memcpy(bad, b, sizeof bad);
+  bad[2] = 9;  // type
+  CHECK_FALSE(back.decode(bad));
+  std::memcpy(bad, b, sizeof bad);
+  bad[3] = 0x80;  // unknown write flag
+  CHECK_FALSE(back.decode(bad));
+  tcp::FrameHeader ack;
+  ack.type = tcp::FrameType::ack;
+  ack.seq = 3;
+  ack.encode(bad);
+  CHECK(back.decode(bad));
+  bad[7] = 1;  // an ack carries no payload
+  CHECK_FALSE(back.decode(bad));
 }
