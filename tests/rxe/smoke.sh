@@ -11,9 +11,17 @@ done
 echo "smoke: using GID index $gid_index"
 ibv_rc_pingpong -d rxe0 -g "$gid_index" -n 100 >server.log 2>&1 &
 server=$!
-sleep 0.5
-ibv_rc_pingpong -d rxe0 -g "$gid_index" -n 100 127.0.0.1 >client.log 2>&1 || {
-  cat server.log client.log; exit 1; }
+# The server may take a while to listen on a slow (emulated, shared) CPU: retry the client.
+ok=0
+for _ in $(seq 1 60); do
+  sleep 1
+  if ibv_rc_pingpong -d rxe0 -g "$gid_index" -n 100 127.0.0.1 >client.log 2>&1; then
+    ok=1
+    break
+  fi
+  grep -q "Couldn't connect" client.log || break
+done
+[[ $ok -eq 1 ]] || { cat server.log client.log; exit 1; }
 wait "$server" || { cat server.log; exit 1; }
 cat client.log
 grep -q '100 iters' client.log
