@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <regex>
 #include <string>
 
@@ -35,11 +36,14 @@ std::string temp_path(const char* tag) {
 
 // Checks a JSON file with python3's parser: `checks` is a Python expression over `d`.
 bool json_ok(const std::string& path, const std::string& checks) {
-  std::string cmd =
-      "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
-      "sys.exit(0 if (" +
-      checks + ") else 1)' " + path;
-  auto r = run(cmd);
+  std::string script = path + ".check.py";
+  {
+    std::ofstream py(script);
+    py << "import json, sys\nd = json.load(open(sys.argv[1]))\nsys.exit(0 if (" << checks
+       << ") else 1)\n";
+  }
+  auto r = run("python3 " + script + " " + path);
+  std::remove(script.c_str());
   if (r.code != 0) UNSCOPED_INFO("python3 check failed: " << checks << "\n" << r.text);
   return r.code == 0;
 }
