@@ -13,7 +13,7 @@ endif()
 function(rdmarepl_set_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
                                            -Wold-style-cast -Wcast-align -Woverloaded-virtual
-                                           -Wnull-dereference -Wimplicit-fallthrough)
+                                           -Wimplicit-fallthrough)
   if(RDMAREPL_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
