@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <sstream>
+#include <utility>
 
 namespace rdmarepl::kvdemo {
 
@@ -35,21 +38,24 @@ std::string LatencySummary::to_wire() const {
 }
 
 bool LatencySummary::from_wire(const std::string& text, LatencySummary& out) {
+  double count = 0;
+  const std::pair<const char*, double*> fields[] = {{"avg", &out.avg_us}, {"p50", &out.p50_us},
+                                                    {"p99", &out.p99_us}, {"p999", &out.p999_us},
+                                                    {"max", &out.max_us}, {"n", &count}};
   std::istringstream in(text);
-  std::string field;
+  std::string token;
   int seen = 0;
-  while (in >> field) {
-    auto eq = field.find('=');
+  while (in >> token) {
+    auto eq = token.find('=');
     if (eq == std::string::npos) continue;
-    std::string name = field.substr(0, eq);
-    double v = std::strtod(field.c_str() + eq + 1, nullptr);
-    if (name == "avg") out.avg_us = v, ++seen;
-    if (name == "p50") out.p50_us = v, ++seen;
-    if (name == "p99") out.p99_us = v, ++seen;
-    if (name == "p999") out.p999_us = v, ++seen;
-    if (name == "max") out.max_us = v, ++seen;
-    if (name == "n") out.count = static_cast<uint64_t>(v), ++seen;
+    for (const auto& [name, dest] : fields) {
+      if (token.compare(0, eq, name) == 0 && eq == std::strlen(name)) {
+        *dest = std::strtod(token.c_str() + eq + 1, nullptr);
+        ++seen;
+      }
+    }
   }
+  out.count = static_cast<uint64_t>(count);
   return seen == 6;
 }
 
