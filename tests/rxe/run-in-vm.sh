@@ -183,6 +183,12 @@ rm -f "$console" "$work_dir/exit-code"
   fi
 } >"$work_dir/command.sh"
 
+# The guest mounts a fresh tmpfs on /tmp, which would hide a checkout or build directory that
+# lives under the host's /tmp: share the host's /tmp writable instead in that case.
+case "$kHere/ $work_dir/ $*" in
+  */tmp/*) if [[ " ${rw_dirs[*]} " != *" /tmp "* ]]; then rw_dirs+=(/tmp); fi ;;
+esac
+
 # The 9p shares: the host root (read-only) and the writable directories, mounted in the
 # guest at their host paths. Tags are short (9p limits them to 31 bytes).
 shares=(-virtfs "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap"
