@@ -35,8 +35,8 @@ uint32_t extend_portable(uint32_t crc, const uint8_t* p, size_t n) noexcept {
     if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
     v ^= c;
     c = kTables[7][v & 0xff] ^ kTables[6][(v >> 8) & 0xff] ^ kTables[5][(v >> 16) & 0xff] ^
-        kTables[4][(v >> 24) & 0xff] ^ kTables[3][(v >> 32) & 0xff] ^
-        kTables[2][(v >> 40) & 0xff] ^ kTables[1][(v >> 48) & 0xff] ^ kTables[0][v >> 56];
+        kTables[4][(v >> 24) & 0xff] ^ kTables[3][(v >> 32) & 0xff] ^ kTables[2][(v >> 40) & 0xff] ^
+        kTables[1][(v >> 48) & 0xff] ^ kTables[0][v >> 56];
     p += 8;
     n -= 8;
   }
@@ -46,7 +46,7 @@ uint32_t extend_portable(uint32_t crc, const uint8_t* p, size_t n) noexcept {
 
 #if defined(__x86_64__)
 __attribute__((target("sse4.2"))) uint32_t extend_sse42(uint32_t crc, const uint8_t* p,
-                                                         size_t n) noexcept {
+                                                        size_t n) noexcept {
   uint64_t c = ~crc;
   while (n && (reinterpret_cast<uintptr_t>(p) & 7)) {
     c = _mm_crc32_u8(static_cast<uint32_t>(c), *p++);
@@ -80,7 +80,9 @@ uint32_t extend(uint32_t crc, const void* data, size_t n) noexcept {
   return extend_portable(crc, p, n);
 }
 
-bool hardware_accelerated() noexcept { return kHaveSse42; }
+bool hardware_accelerated() noexcept {
+  return kHaveSse42;
+}
 
 namespace detail {
 // Exposed for tests, so both paths are checked against the RFC 3720 vectors.

@@ -13,26 +13,46 @@ class Category final : public std::error_category {
   const char* name() const noexcept override { return "rdmarepl"; }
   std::string message(int ev) const override {
     switch (static_cast<Errc>(ev)) {
-      case Errc::ok: return "success";
-      case Errc::invalid_argument: return "invalid argument";
-      case Errc::misaligned: return "misaligned address or length";
-      case Errc::not_mapped: return "address range not mapped";
-      case Errc::too_large: return "size exceeds a limit";
-      case Errc::out_of_memory: return "out of memory";
-      case Errc::no_device: return "no RDMA device";
-      case Errc::unsupported: return "unsupported";
-      case Errc::io_error: return "I/O error";
-      case Errc::timeout: return "timed out";
-      case Errc::connection_refused: return "connection refused";
-      case Errc::connection_closed: return "connection closed";
-      case Errc::auth_failed: return "authentication failed";
-      case Errc::protocol_error: return "protocol error";
-      case Errc::remote_access: return "remote access error";
-      case Errc::corrupt: return "data corrupt";
-      case Errc::not_found: return "not found";
-      case Errc::already_exists: return "already exists";
-      case Errc::busy: return "resource busy";
-      case Errc::closed: return "closed";
+      case Errc::ok:
+        return "success";
+      case Errc::invalid_argument:
+        return "invalid argument";
+      case Errc::misaligned:
+        return "misaligned address or length";
+      case Errc::not_mapped:
+        return "address range not mapped";
+      case Errc::too_large:
+        return "size exceeds a limit";
+      case Errc::out_of_memory:
+        return "out of memory";
+      case Errc::no_device:
+        return "no RDMA device";
+      case Errc::unsupported:
+        return "unsupported";
+      case Errc::io_error:
+        return "I/O error";
+      case Errc::timeout:
+        return "timed out";
+      case Errc::connection_refused:
+        return "connection refused";
+      case Errc::connection_closed:
+        return "connection closed";
+      case Errc::auth_failed:
+        return "authentication failed";
+      case Errc::protocol_error:
+        return "protocol error";
+      case Errc::remote_access:
+        return "remote access error";
+      case Errc::corrupt:
+        return "data corrupt";
+      case Errc::not_found:
+        return "not found";
+      case Errc::already_exists:
+        return "already exists";
+      case Errc::busy:
+        return "resource busy";
+      case Errc::closed:
+        return "closed";
     }
     return "unknown rdmarepl error";
   }

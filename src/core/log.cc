@@ -34,12 +34,18 @@ Sink& sink() {
 
 const char* level_name(Level level) noexcept {
   switch (level) {
-    case Level::trace: return "trace";
-    case Level::debug: return "debug";
-    case Level::info: return "info";
-    case Level::warn: return "warn";
-    case Level::error: return "error";
-    case Level::off: return "off";
+    case Level::trace:
+      return "trace";
+    case Level::debug:
+      return "debug";
+    case Level::info:
+      return "info";
+    case Level::warn:
+      return "warn";
+    case Level::error:
+      return "error";
+    case Level::off:
+      return "off";
   }
   return "?";
 }
@@ -49,8 +55,12 @@ void set_sink(Sink s) {
   sink() = std::move(s);
 }
 
-void set_level(Level l) noexcept { g_level.store(l, std::memory_order_relaxed); }
-Level level() noexcept { return g_level.load(std::memory_order_relaxed); }
+void set_level(Level l) noexcept {
+  g_level.store(l, std::memory_order_relaxed);
+}
+Level level() noexcept {
+  return g_level.load(std::memory_order_relaxed);
+}
 
 void write(Level l, std::string_view message) {
   if (l < level()) return;
@@ -60,7 +70,8 @@ void write(Level l, std::string_view message) {
     return;
   }
   uint64_t ms = mono_ns() / 1'000'000;
-  std::fprintf(stderr, "[rdmarepl %llu.%03llu %s] %.*s\n", static_cast<unsigned long long>(ms / 1000),
+  std::fprintf(stderr, "[rdmarepl %llu.%03llu %s] %.*s\n",
+               static_cast<unsigned long long>(ms / 1000),
                static_cast<unsigned long long>(ms % 1000), level_name(l),
                static_cast<int>(message.size()), message.data());
 }

@@ -4,24 +4,36 @@ namespace rdmarepl::transport {
 
 std::string_view wc_status_name(WcStatus s) noexcept {
   switch (s) {
-    case WcStatus::success: return "IBV_WC_SUCCESS";
-    case WcStatus::local_length_error: return "IBV_WC_LOC_LEN_ERR";
-    case WcStatus::local_qp_error: return "IBV_WC_LOC_QP_OP_ERR";
-    case WcStatus::local_protection_error: return "IBV_WC_LOC_PROT_ERR";
-    case WcStatus::flushed: return "IBV_WC_WR_FLUSH_ERR";
-    case WcStatus::remote_access_error: return "IBV_WC_REM_ACCESS_ERR";
-    case WcStatus::remote_invalid_request: return "IBV_WC_REM_INV_REQ_ERR";
-    case WcStatus::remote_operation_error: return "IBV_WC_REM_OP_ERR";
-    case WcStatus::retry_exceeded: return "IBV_WC_RETRY_EXC_ERR";
-    case WcStatus::rnr_retry_exceeded: return "IBV_WC_RNR_RETRY_EXC_ERR";
-    case WcStatus::fatal: return "IBV_WC_FATAL_ERR";
+    case WcStatus::success:
+      return "IBV_WC_SUCCESS";
+    case WcStatus::local_length_error:
+      return "IBV_WC_LOC_LEN_ERR";
+    case WcStatus::local_qp_error:
+      return "IBV_WC_LOC_QP_OP_ERR";
+    case WcStatus::local_protection_error:
+      return "IBV_WC_LOC_PROT_ERR";
+    case WcStatus::flushed:
+      return "IBV_WC_WR_FLUSH_ERR";
+    case WcStatus::remote_access_error:
+      return "IBV_WC_REM_ACCESS_ERR";
+    case WcStatus::remote_invalid_request:
+      return "IBV_WC_REM_INV_REQ_ERR";
+    case WcStatus::remote_operation_error:
+      return "IBV_WC_REM_OP_ERR";
+    case WcStatus::retry_exceeded:
+      return "IBV_WC_RETRY_EXC_ERR";
+    case WcStatus::rnr_retry_exceeded:
+      return "IBV_WC_RNR_RETRY_EXC_ERR";
+    case WcStatus::fatal:
+      return "IBV_WC_FATAL_ERR";
   }
   return "IBV_WC_UNKNOWN";
 }
 
 std::string_view wc_status_advice(WcStatus s) noexcept {
   switch (s) {
-    case WcStatus::success: return "";
+    case WcStatus::success:
+      return "";
     case WcStatus::local_length_error:
       return "a work request is longer than its buffer or the receive; check lengths";
     case WcStatus::local_qp_error:

@@ -24,8 +24,9 @@ TEST_CASE("error codes belong to the rdmarepl category", "[core][error]") {
   CHECK(e.code().category().name() == std::string("rdmarepl"));
   CHECK(e.is(Errc::misaligned));
   CHECK_FALSE(e.is(Errc::too_large));
-  CHECK(e.to_string() == "address 0x1001 is not 4096-aligned: align the region "
-                         "(rdmarepl: misaligned address or length)");
+  CHECK(e.to_string() ==
+        "address 0x1001 is not 4096-aligned: align the region "
+        "(rdmarepl: misaligned address or length)");
   std::error_code ec = Errc::timeout;
   CHECK(ec.message() == "timed out");
 }

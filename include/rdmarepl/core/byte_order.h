@@ -23,9 +23,15 @@ constexpr uint64_t host_to_net64(uint64_t v) noexcept {
   if constexpr (std::endian::native == std::endian::little) return __builtin_bswap64(v);
   return v;
 }
-constexpr uint16_t net_to_host16(uint16_t v) noexcept { return host_to_net16(v); }
-constexpr uint32_t net_to_host32(uint32_t v) noexcept { return host_to_net32(v); }
-constexpr uint64_t net_to_host64(uint64_t v) noexcept { return host_to_net64(v); }
+constexpr uint16_t net_to_host16(uint16_t v) noexcept {
+  return host_to_net16(v);
+}
+constexpr uint32_t net_to_host32(uint32_t v) noexcept {
+  return host_to_net32(v);
+}
+constexpr uint64_t net_to_host64(uint64_t v) noexcept {
+  return host_to_net64(v);
+}
 
 // Store / load big-endian integers at unaligned positions in a byte buffer.
 inline void store_be16(void* p, uint16_t v) noexcept {

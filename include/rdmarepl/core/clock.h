@@ -31,7 +31,9 @@ class Stopwatch {
   Stopwatch() noexcept : start_(mono_ns()) {}
   void reset() noexcept { start_ = mono_ns(); }
   [[nodiscard]] uint64_t elapsed_ns() const noexcept { return mono_ns() - start_; }
-  [[nodiscard]] double elapsed_s() const noexcept { return static_cast<double>(elapsed_ns()) * 1e-9; }
+  [[nodiscard]] double elapsed_s() const noexcept {
+    return static_cast<double>(elapsed_ns()) * 1e-9;
+  }
 
  private:
   uint64_t start_;
@@ -42,7 +44,9 @@ class Deadline {
  public:
   static Deadline after(Duration d) noexcept { return Deadline(Clock::now() + d); }
   static Deadline never() noexcept { return Deadline(TimePoint::max()); }
-  [[nodiscard]] bool expired() const noexcept { return at_ != TimePoint::max() && Clock::now() >= at_; }
+  [[nodiscard]] bool expired() const noexcept {
+    return at_ != TimePoint::max() && Clock::now() >= at_;
+  }
   [[nodiscard]] Duration remaining() const noexcept {
     if (at_ == TimePoint::max()) return Duration::max();
     auto now = Clock::now();

@@ -11,25 +11,25 @@ namespace rdmarepl {
 // Error conditions raised by rdmarepl. Values are stable; never renumber.
 enum class Errc : int {
   ok = 0,
-  invalid_argument = 1,   // a caller-supplied value is out of range or inconsistent
-  misaligned = 2,         // an address or length violates an alignment rule
-  not_mapped = 3,         // an address range is not mapped in this process
-  too_large = 4,          // a size exceeds a device or format limit
-  out_of_memory = 5,      // a pool, ring or the system ran out of memory
-  no_device = 6,          // no RDMA device (or not the one named) is available
-  unsupported = 7,        // the platform or peer lacks a needed feature
-  io_error = 8,           // a system call or device operation failed
-  timeout = 9,            // an operation did not complete in time
+  invalid_argument = 1,  // a caller-supplied value is out of range or inconsistent
+  misaligned = 2,        // an address or length violates an alignment rule
+  not_mapped = 3,        // an address range is not mapped in this process
+  too_large = 4,         // a size exceeds a device or format limit
+  out_of_memory = 5,     // a pool, ring or the system ran out of memory
+  no_device = 6,         // no RDMA device (or not the one named) is available
+  unsupported = 7,       // the platform or peer lacks a needed feature
+  io_error = 8,          // a system call or device operation failed
+  timeout = 9,           // an operation did not complete in time
   connection_refused = 10,
-  connection_closed = 11, // the peer went away
-  auth_failed = 12,       // the peer failed pre-shared-key authentication
-  protocol_error = 13,    // the peer sent bytes that violate the wire format
-  remote_access = 14,     // a remote write named a bad key or address range
-  corrupt = 15,           // stored or received data failed a checksum or bounds check
+  connection_closed = 11,  // the peer went away
+  auth_failed = 12,        // the peer failed pre-shared-key authentication
+  protocol_error = 13,     // the peer sent bytes that violate the wire format
+  remote_access = 14,      // a remote write named a bad key or address range
+  corrupt = 15,            // stored or received data failed a checksum or bounds check
   not_found = 16,
   already_exists = 17,
-  busy = 18,              // a resource is still in use
-  closed = 19,            // the object was shut down
+  busy = 18,    // a resource is still in use
+  closed = 19,  // the object was shut down
 };
 
 const std::error_category& error_category() noexcept;
@@ -43,7 +43,8 @@ inline std::error_code make_error_code(Errc e) noexcept {
 class Error {
  public:
   Error() = default;
-  Error(Errc code, std::string message) : code_(make_error_code(code)), message_(std::move(message)) {}
+  Error(Errc code, std::string message)
+      : code_(make_error_code(code)), message_(std::move(message)) {}
   Error(std::error_code code, std::string message) : code_(code), message_(std::move(message)) {}
 
   [[nodiscard]] std::error_code code() const noexcept { return code_; }

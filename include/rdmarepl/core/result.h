@@ -15,7 +15,7 @@ class [[nodiscard]] Result {
  public:
   using value_type = T;
 
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT(implicit)
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}      // NOLINT(implicit)
   Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT(implicit)
 
   [[nodiscard]] bool ok() const noexcept { return v_.index() == 0; }
@@ -75,14 +75,15 @@ class [[nodiscard]] Result<void> {
 
 using Status = Result<void>;
 
-inline Status ok_status() { return {}; }
+inline Status ok_status() {
+  return {};
+}
 
 }  // namespace rdmarepl
 
 // Propagates the error of a Result-returning expression: RDMAREPL_TRY(conn.open());
-#define RDMAREPL_TRY(expr)                                   \
-  do {                                                       \
-    auto rdmarepl_try_result_ = (expr);                      \
-    if (!rdmarepl_try_result_.ok())                          \
-      return std::move(rdmarepl_try_result_).error();        \
+#define RDMAREPL_TRY(expr)                                                          \
+  do {                                                                              \
+    auto rdmarepl_try_result_ = (expr);                                             \
+    if (!rdmarepl_try_result_.ok()) return std::move(rdmarepl_try_result_).error(); \
   } while (0)

@@ -29,20 +29,20 @@ class MemoryRegion {
 
 // Parameters of a connection, given by both sides before the handshake.
 struct ConnectionOptions {
-  std::string node_id;                 // our identity, sent to the peer
-  std::string pre_shared_key;          // empty: no authentication
-  std::vector<RemoteRegion> regions;   // regions we let the peer write into
-  std::string app_data;                // opaque bytes for the layer above (<= 64 KiB)
-  uint32_t send_queue_depth = 1024;    // max outstanding write requests
-  uint32_t recv_queue_depth = 1024;    // max posted receives
+  std::string node_id;                // our identity, sent to the peer
+  std::string pre_shared_key;         // empty: no authentication
+  std::vector<RemoteRegion> regions;  // regions we let the peer write into
+  std::string app_data;               // opaque bytes for the layer above (<= 64 KiB)
+  uint32_t send_queue_depth = 1024;   // max outstanding write requests
+  uint32_t recv_queue_depth = 1024;   // max posted receives
   std::chrono::milliseconds connect_timeout{5000};
 };
 
 // What we learnt about the peer in the handshake.
 struct PeerInfo {
   std::string node_id;
-  std::string address;                 // "host:port" for messages
-  std::vector<RemoteRegion> regions;   // regions the peer lets us write into
+  std::string address;                // "host:port" for messages
+  std::vector<RemoteRegion> regions;  // regions the peer lets us write into
   std::string app_data;
 };
 

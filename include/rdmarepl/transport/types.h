@@ -114,9 +114,9 @@ struct Completion {
 // Data-path result of post calls: cheap, never throws or allocates.
 enum class PostStatus : uint8_t {
   ok = 0,
-  queue_full,     // the send queue has no room for the whole batch; nothing was posted
-  invalid,        // a request is malformed (length 0 with a non-null address is fine)
-  disconnected,   // the connection is in the error state
+  queue_full,    // the send queue has no room for the whole batch; nothing was posted
+  invalid,       // a request is malformed (length 0 with a non-null address is fine)
+  disconnected,  // the connection is in the error state
 };
 
 // host:port endpoint for listeners, bootstrap and TCP data connections.
