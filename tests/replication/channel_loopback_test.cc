@@ -215,7 +215,10 @@ TEST_CASE("a corrupted batch drops the connection, nothing of it is applied, the
   CHECK(corrupted > 0);
   uint64_t protocol_errors = 0;
   for (auto& f : c.followers) protocol_errors += f->channel->metrics().protocol_errors;
-  CHECK(protocol_errors >= static_cast<uint64_t>(corrupted.load()));
+  // Every detected error comes from a corrupted write, but not every corrupted write is
+  // checked: one posted on a connection the follower is already dropping is flushed unread.
+  CHECK(protocol_errors > 0);
+  CHECK(protocol_errors <= static_cast<uint64_t>(corrupted.load()));
   CHECK(c.leader->metrics().reconnects > 0);
   // Exactly once: no follower applied a record twice.
   for (auto& f : c.followers) {
