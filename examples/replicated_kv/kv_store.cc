@@ -19,6 +19,10 @@ constexpr uint64_t mix64(uint64_t x) noexcept {
   return x;
 }
 
+uint64_t key_hash(std::string_view key) noexcept {
+  return mix64(std::hash<std::string_view>{}(key) ^ (uint64_t{key.size()} << 56));
+}
+
 }  // namespace
 
 uint64_t entry_hash(std::string_view key, std::string_view value) noexcept {
@@ -45,8 +49,9 @@ bool Digest::parse(std::string_view text, Digest& out) {
 void KvStore::put(std::string_view key, std::string_view value) {
   if (mode_ == Mode::kDigestOnly) {
     uint64_t h = entry_hash(key, value);
+    uint64_t k = key_hash(key);
     std::lock_guard lock(mu_);
-    hashes_[std::string(key)] = h;
+    hashes_[k] = h;
     return;
   }
   std::lock_guard lock(mu_);
@@ -63,7 +68,7 @@ void KvStore::put(std::string_view key, std::string_view value) {
 void KvStore::erase(std::string_view key) {
   std::lock_guard lock(mu_);
   if (mode_ == Mode::kDigestOnly) {
-    hashes_.erase(std::string(key));
+    hashes_.erase(key_hash(key));
     return;
   }
   auto it = map_.find(std::string(key));
@@ -78,6 +83,15 @@ bool KvStore::get(std::string_view key, std::string& out) const {
   if (it == map_.end()) return false;
   out = it->second;
   return true;
+}
+
+void KvStore::reserve(size_t keys) {
+  std::lock_guard lock(mu_);
+  if (mode_ == Mode::kDigestOnly) {
+    hashes_.reserve(keys);
+  } else {
+    map_.reserve(keys);
+  }
 }
 
 size_t KvStore::size() const {

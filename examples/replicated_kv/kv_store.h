@@ -33,8 +33,10 @@ uint64_t entry_hash(std::string_view key, std::string_view value) noexcept;
 class KvStore {
  public:
   // kFull keeps every value (a real store). kDigestOnly keeps, per key, only the hash of its
-  // entry: the same digest, with the memory of keys only, so that a benchmark measures the
-  // replication rather than the allocator of a demo store (get() then finds nothing).
+  // entry, in a table indexed by a 64-bit hash of the key: the same digest (two keys whose
+  // 64-bit hashes collide would share an entry, identically on every node), with neither the
+  // values nor the keys held, so that a benchmark measures the replication rather than the
+  // allocator of a demo store (get() then finds nothing).
   enum class Mode { kFull, kDigestOnly };
   explicit KvStore(Mode mode = Mode::kFull) : mode_(mode) {}
 
@@ -48,6 +50,8 @@ class KvStore {
     }
   }
   bool get(std::string_view key, std::string& out) const;
+  // Sizes the table for `keys` distinct keys up front (no rehash while it fills).
+  void reserve(size_t keys);
   [[nodiscard]] size_t size() const;
   // Walks every entry; O(n) and takes the lock for the walk.
   [[nodiscard]] Digest digest() const;
@@ -58,7 +62,7 @@ class KvStore {
   Mode mode_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::string> map_;
-  std::unordered_map<std::string, uint64_t> hashes_;  // kDigestOnly
+  std::unordered_map<uint64_t, uint64_t> hashes_;  // kDigestOnly: key hash -> entry hash
   uint64_t bytes_ = 0;
 };
 

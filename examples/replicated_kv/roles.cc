@@ -129,6 +129,7 @@ int run_leader(const Flags& flags, ControlSocket& ctl) {
   if (!peers) return fail(ctl, peers.error().message());
 
   KvStore store(config.digest_only_store ? KvStore::Mode::kDigestOnly : KvStore::Mode::kFull);
+  store.reserve(expected_keys(config.workload));
   auto options = leader_options(config, *peers);
   auto created = Channel::create(options, store);
   if (!created) return fail(ctl, "leader: " + created.error().to_string());
@@ -210,6 +211,7 @@ int run_follower(const Flags& flags, ControlSocket& ctl) {
   if (!index || !port || *port > 65535) return fail(ctl, "follower: bad --id or --port");
 
   KvStore store(config.digest_only_store ? KvStore::Mode::kDigestOnly : KvStore::Mode::kFull);
+  store.reserve(expected_keys(config.workload));
   auto options =
       follower_options(config, static_cast<uint32_t>(*index), static_cast<uint16_t>(*port));
   auto created = Channel::create(options, store);

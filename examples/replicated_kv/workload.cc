@@ -61,4 +61,8 @@ uint64_t expected_payload_bytes(const WorkloadSpec& spec) noexcept {
   return spec.records * (std::max(spec.key_size, 2u) + avg_value);
 }
 
+uint64_t expected_keys(const WorkloadSpec& spec) noexcept {
+  return spec.keyspace == 0 ? spec.records : std::min(spec.keyspace, spec.records);
+}
+
 }  // namespace rdmarepl::kvdemo

@@ -26,6 +26,8 @@ struct Operation {
 
 // Expected key + value bytes over the whole run (for sizing buffers).
 uint64_t expected_payload_bytes(const WorkloadSpec& spec) noexcept;
+// Distinct keys the run can write at most (for sizing a store's table).
+uint64_t expected_keys(const WorkloadSpec& spec) noexcept;
 
 class Workload {
  public:

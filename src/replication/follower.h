@@ -28,6 +28,10 @@ class Follower final : public CoreBase {
   [[nodiscard]] bool committed(Ticket) const noexcept override { return false; }
   Status wait(Ticket, std::chrono::milliseconds) override;
   Status wait_all_acked(std::chrono::milliseconds) override;
+  Status on_commit(Ticket, CommitFn, void*) override {
+    return Error(Errc::invalid_argument,
+                 "on_commit() is a leader call; a follower channel has no writes to commit");
+  }
   size_t progress() noexcept override;
   void close() noexcept override;
 

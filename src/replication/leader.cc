@@ -48,6 +48,7 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
     }
     self->shards_.push_back(std::move(s));
   }
+  self->callbacks_.init(options.shards, options.max_pending_callbacks);
   self->metrics_.followers.store(static_cast<uint32_t>(options.peers.size()));
   // One synchronous round so that a channel created while its followers are up starts
   // connected; followers that are not reachable yet are retried by the control thread.
@@ -420,6 +421,7 @@ size_t Leader::progress() noexcept {
     }
     depth += shard_depth;
   }
+  if (callbacks_.any_pending()) work += fire_callbacks();
   metrics_.queue_depth.store(depth, std::memory_order_relaxed);
   for (size_t i = 0; i < options_.peers.size(); ++i) {
     metrics_.follower_lag[i].store(lag[i], std::memory_order_relaxed);
@@ -469,6 +471,27 @@ std::string Leader::describe_missing(const Shard& s, uint64_t seq) const {
   return out;
 }
 
+Status Leader::away_failure(const Shard& s, uint64_t seq) const {
+  if (options_.away_policy != AwayPolicy::fail) return ok_status();
+  const uint64_t away_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.away_timeout).count());
+  const uint64_t now = mono_ns();
+  uint32_t available = 0;
+  for (const auto& l : s.links)
+    if (l->up.load(std::memory_order_acquire) ||
+        now - l->down_since_ns.load(std::memory_order_acquire) < away_ns ||
+        l->acked_seq.load(std::memory_order_acquire) >= seq)
+      ++available;
+  if (available >= required_acks()) return ok_status();
+  return Error(Errc::timeout,
+               fmt::format("seq {} of shard {} cannot meet ack_mode={} ({} follower acks): {}; "
+                           "away_policy=fail and away_timeout={} ms. Bring the follower back "
+                           "(it is caught up from the retained window) or use "
+                           "away_policy=wait",
+                           seq, s.index, to_string(options_.ack_mode), required_acks(),
+                           describe_missing(s, seq), options_.away_timeout.count()));
+}
+
 Status Leader::wait(Ticket t, std::chrono::milliseconds timeout) {
   if (t.shard >= shards_.size())
     return Error(Errc::invalid_argument, fmt::format("ticket names shard {} but the channel has {} "
@@ -476,8 +499,6 @@ Status Leader::wait(Ticket t, std::chrono::milliseconds timeout) {
                                                      t.shard, shards_.size()));
   const Shard& s = *shards_[t.shard];
   const Deadline deadline = Deadline::after(timeout);
-  const uint64_t away_ns = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.away_timeout).count());
   bool flushed = false;
   for (;;) {
     if (committed(t)) return ok_status();
@@ -487,24 +508,7 @@ Status Leader::wait(Ticket t, std::chrono::milliseconds timeout) {
       flushed = true;
       flush();
     }
-    if (options_.away_policy == AwayPolicy::fail) {
-      const uint64_t now = mono_ns();
-      uint32_t available = 0;
-      for (const auto& l : s.links)
-        if (l->up.load(std::memory_order_acquire) ||
-            now - l->down_since_ns.load(std::memory_order_acquire) < away_ns ||
-            l->acked_seq.load(std::memory_order_acquire) >= t.seq)
-          ++available;
-      if (available < required_acks())
-        return Error(
-            Errc::timeout,
-            fmt::format("seq {} of shard {} cannot meet ack_mode={} ({} follower acks): {}; "
-                        "away_policy=fail and away_timeout={} ms. Bring the follower back "
-                        "(it is caught up from the retained window) or use "
-                        "away_policy=wait",
-                        t.seq, t.shard, to_string(options_.ack_mode), required_acks(),
-                        describe_missing(s, t.seq), options_.away_timeout.count()));
-    }
+    if (auto away = away_failure(s, t.seq); !away) return away;
     if (deadline.expired())
       return Error(Errc::timeout,
                    fmt::format("seq {} of shard {} was not acknowledged under ack_mode={} within "
@@ -559,6 +563,7 @@ void Leader::close() noexcept {
         l->up.store(false);
       }
   }
+  fail_callbacks_on_close();
 }
 
 }  // namespace rdmarepl::replication::detail

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "commit_callbacks.h"
 #include "core_base.h"
 #include "hello.h"
 #include "rdmarepl/replication/batch_format.h"
@@ -28,6 +29,7 @@ class Leader final : public CoreBase {
   [[nodiscard]] bool committed(Ticket ticket) const noexcept override;
   Status wait(Ticket ticket, std::chrono::milliseconds timeout) override;
   Status wait_all_acked(std::chrono::milliseconds timeout) override;
+  Status on_commit(Ticket ticket, CommitFn fn, void* ctx) override;
   size_t progress() noexcept override;
   void close() noexcept override;
 
@@ -124,6 +126,14 @@ class Leader final : public CoreBase {
   Status install(Shard& s, Link& l, std::unique_ptr<transport::Connection> conn,
                  const FollowerHello& hello);
   std::string describe_missing(const Shard& s, uint64_t seq) const;
+  // With AwayPolicy::fail: the error when `seq` of `s` can no longer meet the ack mode
+  // because too many followers have been away for away_timeout; ok otherwise.
+  Status away_failure(const Shard& s, uint64_t seq) const;
+
+  // Commit callbacks (leader_callbacks.cc): fires what is due, fails what cannot commit.
+  size_t fire_callbacks() noexcept;
+  void fail_callbacks_on_close() noexcept;
+  CommitCallbacks callbacks_;
 
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<bool> closed_{false};

@@ -78,6 +78,11 @@ Status validate(const ChannelOptions& o) {
   if (o.queue_depth < 4 || o.queue_depth > 4096)
     return bad(fmt::format("ChannelOptions::queue_depth = {} is out of range; use 4..4096",
                            o.queue_depth));
+  if (o.max_pending_callbacks > (size_t{1} << 24))
+    return bad(
+        fmt::format("ChannelOptions::max_pending_callbacks = {} is out of range; use "
+                    "0..16777216 (0 disables on_commit())",
+                    o.max_pending_callbacks));
   if (o.role == Role::leader) {
     if (o.peers.size() > kMaxFollowers)
       return bad(fmt::format("{} followers configured; at most {} are supported", o.peers.size(),

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <future>
 #include <random>
 #include <thread>
 
@@ -326,4 +327,136 @@ TEST_CASE("every polling mode makes progress", "[channel]") {
     for (auto t : last) REQUIRE(c.leader->wait(t, 30s).ok());
     require_converged(c);
   }
+}
+
+// ------------------------------------------------------------------ commit callbacks
+
+TEST_CASE("on_commit and commit_future fire once each, after the write meets the ack mode",
+          "[channel][callbacks][concurrency]") {
+  auto o = base_options();
+  o.ack_mode = AckMode::all;
+  Cluster c(o);
+  c.start_leader();
+  constexpr int kThreads = 3;
+  constexpr int kWrites = 600;
+  std::atomic<int> fired{0};
+  std::atomic<int> early{0};  // fired before every follower had applied the write
+  std::atomic<int> failed{0};
+  struct Ctx {
+    Cluster* c;
+    std::atomic<int>* fired;
+    std::atomic<int>* early;
+    std::atomic<int>* failed;
+  } ctx{&c, &fired, &early, &failed};
+  auto raw = [](void* p, Ticket t, const Status& st) noexcept {
+    auto* x = static_cast<Ctx*>(p);
+    if (!st.ok()) ++*x->failed;
+    for (auto& f : x->c->followers)
+      if (f->channel->applied_seq(t.shard) < t.seq) ++*x->early;
+    ++*x->fired;
+  };
+  std::vector<std::thread> writers;
+  std::vector<std::future<Status>> futures[kThreads];
+  std::atomic<int> refused{0};  // Catch2 assertions are not thread-safe: count, check later
+  for (int t = 0; t < kThreads; ++t)
+    writers.emplace_back([&, t] {
+      for (int i = 0; i < kWrites; ++i) {
+        auto w = c.leader->replicate("k" + std::to_string(t) + ":" + std::to_string(i % 50),
+                                     std::string(static_cast<size_t>(i % 300), 'v'));
+        if (!w.ok()) {
+          ++refused;
+          continue;
+        }
+        if (i % 3 == 0) {
+          futures[t].push_back(c.leader->commit_future(w.ticket));
+        } else if (i % 3 == 1) {
+          if (!c.leader->on_commit(w.ticket, +raw, &ctx).ok()) ++refused;
+        } else {
+          auto st = c.leader->on_commit(w.ticket, [&fired, &failed](Ticket, const Status& s) {
+            if (!s.ok()) ++failed;
+            ++fired;
+          });
+          if (!st.ok()) ++refused;
+        }
+      }
+    });
+  for (auto& w : writers) w.join();
+  REQUIRE(refused.load() == 0);
+  for (auto& fs : futures)
+    for (auto& f : fs) {
+      REQUIRE(f.wait_for(30s) == std::future_status::ready);
+      CHECK(f.get().ok());
+    }
+  const int expected = kThreads * (kWrites - (kWrites + 2) / 3);
+  for (int i = 0; i < 3000 && fired.load() < expected; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(fired.load() == expected);
+  CHECK(early.load() == 0);
+  CHECK(failed.load() == 0);
+}
+
+TEST_CASE("on_commit: an already committed ticket runs at once; bad tickets are refused",
+          "[channel][callbacks]") {
+  auto o = base_options();
+  o.ack_mode = AckMode::one;
+  Cluster c(o);
+  c.start_leader();
+  auto w = c.leader->replicate("a", "1");
+  REQUIRE(c.leader->wait(w.ticket, 10s).ok());
+  bool ran = false;
+  REQUIRE(
+      c.leader
+          ->on_commit(w.ticket, [&](Ticket t, const Status& st) { ran = st.ok() && t == w.ticket; })
+          .ok());
+  CHECK(ran);  // on the caller's thread, before on_commit returned
+  auto bad = c.leader->on_commit(Ticket{99, 1}, [](Ticket, const Status&) {});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().is(Errc::invalid_argument));
+  auto on_follower = c.followers[0]->channel->on_commit(w.ticket, [](Ticket, const Status&) {});
+  REQUIRE_FALSE(on_follower.ok());
+  CHECK_THAT(on_follower.error().message(), Catch::Contains("leader"));
+}
+
+TEST_CASE("on_commit: a full callback table is refused with a clear error",
+          "[channel][callbacks]") {
+  auto o = base_options();
+  o.ack_mode = AckMode::all;
+  o.shards = 1;
+  o.max_pending_callbacks = 4;
+  Cluster c(o);
+  c.followers[0].reset();  // nothing can commit under ack=all
+  c.start_leader();
+  std::atomic<int> failed{0};
+  auto count_failure = [&failed](Ticket, const Status& st) {
+    if (!st.ok()) ++failed;
+  };
+  for (int i = 0; i < 4; ++i) {
+    auto w = c.leader->replicate("a", std::to_string(i));
+    REQUIRE(c.leader->on_commit(w.ticket, count_failure).ok());
+  }
+  auto w = c.leader->replicate("a", "x");
+  auto full = c.leader->on_commit(w.ticket, count_failure);
+  REQUIRE_FALSE(full.ok());
+  CHECK(full.error().is(Errc::busy));
+  CHECK_THAT(full.error().message(), Catch::Contains("max_pending_callbacks"));
+  // Closing the channel reports the four pending writes as failed, once each.
+  c.leader->close();
+  CHECK(failed.load() == 4);
+}
+
+TEST_CASE("on_commit with away_policy=fail reports the follower that stayed away",
+          "[channel][callbacks]") {
+  auto o = base_options();
+  o.ack_mode = AckMode::all;
+  o.away_policy = AwayPolicy::fail;
+  o.away_timeout = 150ms;
+  Cluster c(o);
+  c.start_leader();
+  c.followers[1]->channel->close();
+  auto w = c.leader->replicate("a", "2");
+  auto future = c.leader->commit_future(w.ticket);
+  REQUIRE(future.wait_for(20s) == std::future_status::ready);
+  Status st = future.get();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().is(Errc::timeout));
+  CHECK_THAT(st.error().message(), Catch::Contains("30001"));
 }

@@ -16,6 +16,8 @@
 #pragma once
 
 #include <chrono>
+#include <concepts>
+#include <future>
 #include <memory>
 #include <string_view>
 #include <utility>
@@ -72,6 +74,33 @@ class ReplicationChannel {
   Status wait(Ticket ticket, std::chrono::milliseconds timeout) {
     return core_->wait(ticket, timeout);
   }
+  // Runs `fn(ctx, ticket, status)` once when `ticket` meets the ack mode (status ok) or can no
+  // longer meet it (status holds why: the channel closed, or AwayPolicy::fail gave up). Runs
+  // at once on the caller's thread when already committed; otherwise on the thread running
+  // progress() (the poller, or the store's own loop with PollingMode::manual), outside the
+  // channel's locks, so fn may call replicate(). Never allocates; fails without running fn
+  // when max_pending_callbacks callbacks of the shard are pending. fn must not throw.
+  Status on_commit(Ticket ticket, CommitFn fn, void* ctx) {
+    return core_->on_commit(ticket, fn, ctx);
+  }
+  // As above with any callable `f(Ticket, const Status&)`, moved to the heap until it runs
+  // (one allocation per call; use the function-pointer overload on allocation-free paths).
+  template <class F>
+  requires std::invocable<F&, Ticket, const Status&> Status on_commit(Ticket ticket, F f) {
+    auto box = std::make_unique<F>(std::move(f));
+    Status st = core_->on_commit(ticket, &run_boxed<F>, box.get());
+    if (st) (void)box.release();  // now owned by the callback, which deletes it when it runs
+    return st;
+  }
+  // A future that becomes ready with the commit's status (as on_commit; one allocation).
+  std::future<Status> commit_future(Ticket ticket) {
+    auto promise = std::make_shared<std::promise<Status>>();
+    std::future<Status> future = promise->get_future();
+    Status st = on_commit(ticket, [promise](Ticket, const Status& s) { promise->set_value(s); });
+    if (!st) promise->set_value(std::move(st));
+    return future;
+  }
+
   // Leader: waits until every follower acknowledged every write so far (whatever the ack
   // mode); useful before shutdown and in tests.
   Status wait_all_acked(std::chrono::milliseconds timeout) {
@@ -100,6 +129,11 @@ class ReplicationChannel {
       : core_(std::move(core)) {}
   static void apply_thunk(void* store, const Record& record) {
     static_cast<S*>(store)->apply(record);
+  }
+  template <class F>
+  static void run_boxed(void* ctx, Ticket ticket, const Status& status) noexcept {
+    std::unique_ptr<F> f(static_cast<F*>(ctx));
+    (*f)(ticket, status);
   }
 
   std::unique_ptr<ChannelCore> core_;

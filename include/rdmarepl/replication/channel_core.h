@@ -20,6 +20,11 @@ namespace rdmarepl::replication {
 // Called by a follower for each record, in seq order per shard. `store` is opaque here.
 using ApplyFn = void (*)(void* store, const Record& record);
 
+// Called once when a write registered with on_commit() meets the ack mode (`status` ok) or
+// can no longer meet it (`status` holds the error: the channel was closed, or, with
+// AwayPolicy::fail, a needed follower has been away too long). Must not throw.
+using CommitFn = void (*)(void* ctx, Ticket ticket, const Status& status) noexcept;
+
 class ChannelCore {
  public:
   virtual ~ChannelCore() = default;
@@ -35,6 +40,12 @@ class ChannelCore {
   [[nodiscard]] virtual bool committed(Ticket ticket) const noexcept = 0;
   virtual Status wait(Ticket ticket, std::chrono::milliseconds timeout) = 0;
   virtual Status wait_all_acked(std::chrono::milliseconds timeout) = 0;
+  // Registers `fn(ctx, ticket, status)` to run when `ticket` meets the ack mode. Runs it at
+  // once, on the caller's thread, when the ticket is already committed; otherwise the thread
+  // running progress() runs it. Fails (and never runs fn) on a follower, for a ticket of
+  // another shard count, on a closed channel, or when ChannelOptions::max_pending_callbacks
+  // callbacks of the shard are pending. Never allocates when it succeeds.
+  virtual Status on_commit(Ticket ticket, CommitFn fn, void* ctx) = 0;
   virtual size_t progress() noexcept = 0;
   virtual void close() noexcept = 0;
 

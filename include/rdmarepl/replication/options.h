@@ -78,6 +78,10 @@ struct ChannelOptions {
   // for acknowledgements at most this long, then returns WriteStatus::stalled.
   std::chrono::milliseconds stall_timeout{10000};
 
+  // Leader: callbacks registered with on_commit() / commit_future() that may be pending per
+  // shard at once (their storage is allocated at create()).
+  size_t max_pending_callbacks = 16384;
+
   PollingMode polling = PollingMode::busy;
   std::chrono::microseconds poll_interval{50};
 
