@@ -44,7 +44,69 @@ uint32_t extend_portable(uint32_t crc, const uint8_t* p, size_t n) noexcept {
   return ~c;
 }
 
+// Advancing a CRC register over `len` zero bytes is linear over GF(2), so it is a 32x32 bit
+// matrix; ZeroShift keeps it as four byte-indexed tables (one lookup per register byte).
+// Streams of a long input are checksummed independently from a zero register and joined:
+// reg(A || B, r) = shift_|B|(reg(A, r)) ^ reg(B, 0).
+struct ZeroShift {
+  std::array<std::array<uint32_t, 256>, 4> t{};
+  explicit ZeroShift(size_t len) noexcept {
+    std::array<uint32_t, 32> basis{};
+    for (size_t bit = 0; bit < 32; ++bit) {
+      uint32_t reg = uint32_t{1} << bit;
+      for (size_t i = 0; i < len; ++i) reg = (reg >> 8) ^ kTables[0][reg & 0xff];
+      basis[bit] = reg;
+    }
+    for (size_t k = 0; k < 4; ++k)
+      for (uint32_t b = 0; b < 256; ++b) {
+        uint32_t v = 0;
+        for (size_t j = 0; j < 8; ++j)
+          if ((b >> j) & 1) v ^= basis[8 * k + j];
+        t[k][b] = v;
+      }
+  }
+  [[nodiscard]] uint32_t apply(uint32_t reg) const noexcept {
+    return t[0][reg & 0xff] ^ t[1][(reg >> 8) & 0xff] ^ t[2][(reg >> 16) & 0xff] ^ t[3][reg >> 24];
+  }
+};
+
 #if defined(__x86_64__)
+// Stream lengths for the three-way split: long inputs (batches) use kLong, medium ones
+// (records) kShort. Multiples of 8.
+constexpr size_t kLong = 8192;
+constexpr size_t kShort = 256;
+
+const ZeroShift& long_shift() noexcept {
+  static const ZeroShift s(kLong);
+  return s;
+}
+const ZeroShift& short_shift() noexcept {
+  static const ZeroShift s(kShort);
+  return s;
+}
+
+// Three independent streams of `len` bytes (p, p + len, p + 2 len) hide the crc32
+// instruction's 3-cycle latency: about three times the speed of one dependent chain.
+__attribute__((target("sse4.2"))) inline uint64_t three_way(uint64_t c, const uint8_t* p,
+                                                            size_t len,
+                                                            const ZeroShift& shift) noexcept {
+  uint64_t c1 = 0;
+  uint64_t c2 = 0;
+  for (size_t i = 0; i < len; i += 8) {
+    uint64_t v0;
+    uint64_t v1;
+    uint64_t v2;
+    std::memcpy(&v0, p + i, 8);
+    std::memcpy(&v1, p + len + i, 8);
+    std::memcpy(&v2, p + 2 * len + i, 8);
+    c = _mm_crc32_u64(c, v0);
+    c1 = _mm_crc32_u64(c1, v1);
+    c2 = _mm_crc32_u64(c2, v2);
+  }
+  const uint32_t ab = shift.apply(static_cast<uint32_t>(c)) ^ static_cast<uint32_t>(c1);
+  return shift.apply(ab) ^ static_cast<uint32_t>(c2);
+}
+
 __attribute__((target("sse4.2"))) uint32_t extend_sse42(uint32_t crc, const uint8_t* p,
                                                         size_t n) noexcept {
   uint64_t c = ~crc;
@@ -52,8 +114,18 @@ __attribute__((target("sse4.2"))) uint32_t extend_sse42(uint32_t crc, const uint
     c = _mm_crc32_u8(static_cast<uint32_t>(c), *p++);
     --n;
   }
-  // Three independent streams hide the crc32 instruction's 3-cycle latency on long inputs
-  // would need a combine step; one stream already runs at ~8 B/cycle, ample for our batches.
+  if (n >= 3 * kShort) {
+    while (n >= 3 * kLong) {
+      c = three_way(c, p, kLong, long_shift());
+      p += 3 * kLong;
+      n -= 3 * kLong;
+    }
+    while (n >= 3 * kShort) {
+      c = three_way(c, p, kShort, short_shift());
+      p += 3 * kShort;
+      n -= 3 * kShort;
+    }
+  }
   while (n >= 8) {
     uint64_t v;
     std::memcpy(&v, p, 8);
