@@ -7,7 +7,7 @@
 // Every figure is the median of --repeat runs, baseline and WAL interleaved.
 #include <fcntl.h>
 #include <stdlib.h>
-#include <time.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -136,18 +136,33 @@ BatchBuilder make_batch(uint64_t first_seq, uint64_t bytes) {
 
 // ---------------------------------------------------------------- 1. append vs write(2)
 
-// CPU time of the calling thread: what the loop itself costs, without the time it spent
-// descheduled while other processes ran (the development machine is shared and loaded).
-double thread_cpu_s() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+// CPU time of the calling thread, split into user and system time: what the loop itself
+// costs, without the time it spent descheduled while other processes ran (the development
+// machine is shared and loaded).
+struct Cpu {
+  double user_s = 0;
+  double sys_s = 0;
+};
+Cpu thread_cpu() {
+  rusage ru{};
+  ::getrusage(RUSAGE_THREAD, &ru);
+  const auto sec = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+  };
+  return {sec(ru.ru_utime), sec(ru.ru_stime)};
 }
 
 struct Timing {
   double wall_s = 0;
-  double cpu_s = 0;
+  double user_s = 0;
+  double sys_s = 0;
+  [[nodiscard]] double cpu_s() const { return user_s + sys_s; }
 };
+
+Timing finish(const Stopwatch& sw, const Cpu& start) {
+  const Cpu end = thread_cpu();
+  return {sw.elapsed_s(), end.user_s - start.user_s, end.sys_s - start.sys_s};
+}
 
 // Plain write(2) of the same frame-sized chunks the WAL writes; no sync, like durability=none.
 Timing plain_write(const std::string& dir, uint64_t total, uint64_t chunk) {
@@ -155,12 +170,12 @@ Timing plain_write(const std::string& dir, uint64_t total, uint64_t chunk) {
   const std::string path = dir + "/plain.dat";
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) die("open " + path);
-  const double cpu0 = thread_cpu_s();
+  const Cpu cpu0 = thread_cpu();
   Stopwatch sw;
   for (uint64_t done = 0; done < total; done += chunk) {
     if (::write(fd, buf.data(), chunk) != static_cast<ssize_t>(chunk)) die("write " + path);
   }
-  const Timing t{sw.elapsed_s(), thread_cpu_s() - cpu0};
+  const Timing t = finish(sw, cpu0);
   ::close(fd);
   ::unlink(path.c_str());
   return t;
@@ -175,13 +190,13 @@ Timing wal_append(const std::string& dir, uint64_t total, const BatchBuilder& ba
   *used = w->submission();
   const uint64_t frame = kFrameHeaderSize + batch.bytes().size();
   uint64_t seq = 1;
-  const double cpu0 = thread_cpu_s();
+  const Cpu cpu0 = thread_cpu();
   Stopwatch sw;
   for (uint64_t done = 0; done < total; done += frame) {
     must(w->append(batch.bytes(), seq, seq + batch.count() - 1, batch.count()));
     seq += batch.count();
   }
-  const Timing t{sw.elapsed_s(), thread_cpu_s() - cpu0};
+  const Timing t = finish(sw, cpu0);
   must(w->close());
   return t;
 }
@@ -209,6 +224,7 @@ void bench_append(const Args& a, ScratchDir& dir) {
   const Case cases[] = {
       {"one segment (framing only)", std::max<uint64_t>(a.segment_mib << 20, total + (1 << 20))},
       {"8 MiB segments (with rotations)", 8u << 20}};
+  std::string split;
   for (const auto& c : cases) {
     // Each round runs write(2), the WAL with pwritev and the WAL with io_uring back to
     // back (rotating which goes first), so that all three see the same machine; ratios
@@ -216,6 +232,7 @@ void bench_append(const Args& a, ScratchDir& dir) {
     // thread CPU time over the WAL's for the same bytes, which the load of other
     // processes moves less.
     std::vector<double> base, wal, uring, wall_ratio, cpu_ratio, uring_wall, uring_cpu;
+    std::vector<double> user_ms[3], sys_ms[3];  // write(2), WAL pwrite, WAL io_uring
     Submission uring_used = Submission::io_uring;
     for (int r = 0; r < a.repeat; ++r) {
       Timing tb, tw, tu;
@@ -239,9 +256,14 @@ void bench_append(const Args& a, ScratchDir& dir) {
       wal.push_back(mib / tw.wall_s);
       uring.push_back(mib / tu.wall_s);
       wall_ratio.push_back(tb.wall_s / tw.wall_s);
-      cpu_ratio.push_back(tb.cpu_s / tw.cpu_s);
+      cpu_ratio.push_back(tb.cpu_s() / tw.cpu_s());
       uring_wall.push_back(tb.wall_s / tu.wall_s);
-      uring_cpu.push_back(tb.cpu_s / tu.cpu_s);
+      uring_cpu.push_back(tb.cpu_s() / tu.cpu_s());
+      for (int i = 0; i < 3; ++i) {
+        const Timing& t = i == 0 ? tb : i == 1 ? tw : tu;
+        user_ms[i].push_back(t.user_s * 1e3);
+        sys_ms[i].push_back(t.sys_s * 1e3);
+      }
     }
     std::printf("%-32s %10.0f | %10.0f %6.2f %6.2f | ", c.name, median(base), median(wal),
                 median(wall_ratio), median(cpu_ratio));
@@ -250,7 +272,17 @@ void bench_append(const Args& a, ScratchDir& dir) {
     } else {
       std::printf("%10s (io_uring not usable: the writer logged why)\n", "n/a");
     }
+    char line[160];
+    std::snprintf(line, sizeof line, "%-32s %5.0f / %-5.0f | %5.0f / %-5.0f | %5.0f / %-5.0f\n",
+                  c.name, median(user_ms[0]), median(sys_ms[0]), median(user_ms[1]),
+                  median(sys_ms[1]), median(user_ms[2]), median(sys_ms[2]));
+    split += line;
   }
+  // Where the CPU time goes: user space (the WAL's CRC, locking, framing) and kernel (page
+  // cache, block allocation), for the whole run of each loop.
+  std::printf("\nthread CPU time per run, user / sys ms (medians)\n");
+  std::printf("%-32s %13s | %13s | %13s\n", "case", "write(2)", "WAL pwrite", "io_uring");
+  std::printf("%s", split.c_str());
 }
 
 // ---------------------------------------------------------------- 2. group commit
