@@ -19,7 +19,7 @@ struct Uring::Impl {
 Uring::Uring() : impl_(std::make_unique<Impl>()) {}
 
 Uring::~Uring() {
-  io_uring_queue_exit(&impl_->ring);
+  if (impl_) io_uring_queue_exit(&impl_->ring);  // null when io_uring_queue_init failed
 }
 
 Result<std::unique_ptr<Uring>> Uring::create() {
