@@ -39,3 +39,18 @@ if(NOT RDMAREPL_WITH_XGBOOST STREQUAL "OFF")
   endif()
 endif()
 message(STATUS "rdmarepl: XGBoost tuner ${RDMAREPL_HAVE_XGBOOST}")
+
+# io_uring submission of WAL appends (WriterOptions::submission): AUTO builds it when
+# liburing is found. Linked privately; the public headers never include liburing's.
+set(RDMAREPL_HAVE_URING OFF)
+if(NOT RDMAREPL_WITH_URING STREQUAL "OFF")
+  pkg_check_modules(URING IMPORTED_TARGET liburing)
+  if(URING_FOUND)
+    set(RDMAREPL_HAVE_URING ON)
+    list(APPEND RDMAREPL_PRIVATE_LIBS PkgConfig::URING)
+  elseif(RDMAREPL_WITH_URING STREQUAL "ON")
+    message(FATAL_ERROR "RDMAREPL_WITH_URING=ON but liburing was not found: "
+                        "install liburing-dev (scripts/setup does).")
+  endif()
+endif()
+message(STATUS "rdmarepl: io_uring WAL submission ${RDMAREPL_HAVE_URING}")

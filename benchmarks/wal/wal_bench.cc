@@ -7,6 +7,7 @@
 // Every figure is the median of --repeat runs, baseline and WAL interleaved.
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,12 +38,14 @@ struct Args {
   double seconds = 1.0;  // per group-commit configuration
   uint64_t recovery_mib = 64;
   int repeat = 7;
+  std::string only;  // "append", "group" or "recovery": run that table alone
 };
 
 [[noreturn]] void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--dir PATH] [--append-mib N] [--batch-bytes N] [--segment-mib N]\n"
-               "          [--max-threads N] [--seconds S] [--recovery-mib N] [--repeat N]\n",
+               "          [--max-threads N] [--seconds S] [--recovery-mib N] [--repeat N]\n"
+               "          [--only append|group|recovery]\n",
                argv0);
   std::exit(2);
 }
@@ -71,6 +74,8 @@ Args parse(int argc, char** argv) {
       a.recovery_mib = std::stoull(v);
     else if (k == "--repeat")
       a.repeat = std::max(1, std::stoi(v));
+    else if (k == "--only" && (v == "append" || v == "group" || v == "recovery"))
+      a.only = v;
     else
       usage(argv[0]);
   }
@@ -131,76 +136,153 @@ BatchBuilder make_batch(uint64_t first_seq, uint64_t bytes) {
 
 // ---------------------------------------------------------------- 1. append vs write(2)
 
+// CPU time of the calling thread, split into user and system time: what the loop itself
+// costs, without the time it spent descheduled while other processes ran (the development
+// machine is shared and loaded).
+struct Cpu {
+  double user_s = 0;
+  double sys_s = 0;
+};
+Cpu thread_cpu() {
+  rusage ru{};
+  ::getrusage(RUSAGE_THREAD, &ru);
+  const auto sec = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+  };
+  return {sec(ru.ru_utime), sec(ru.ru_stime)};
+}
+
+struct Timing {
+  double wall_s = 0;
+  double user_s = 0;
+  double sys_s = 0;
+  [[nodiscard]] double cpu_s() const { return user_s + sys_s; }
+};
+
+Timing finish(const Stopwatch& sw, const Cpu& start) {
+  const Cpu end = thread_cpu();
+  return {sw.elapsed_s(), end.user_s - start.user_s, end.sys_s - start.sys_s};
+}
+
 // Plain write(2) of the same frame-sized chunks the WAL writes; no sync, like durability=none.
-double plain_write_mib_s(const std::string& dir, uint64_t total, uint64_t chunk) {
+Timing plain_write(const std::string& dir, uint64_t total, uint64_t chunk) {
   std::vector<uint8_t> buf(chunk, 0x5a);
   const std::string path = dir + "/plain.dat";
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) die("open " + path);
+  const Cpu cpu0 = thread_cpu();
   Stopwatch sw;
   for (uint64_t done = 0; done < total; done += chunk) {
     if (::write(fd, buf.data(), chunk) != static_cast<ssize_t>(chunk)) die("write " + path);
   }
-  const double s = sw.elapsed_s();
+  const Timing t = finish(sw, cpu0);
   ::close(fd);
   ::unlink(path.c_str());
-  return static_cast<double>(total) / (1 << 20) / s;
+  return t;
 }
 
-double wal_append_mib_s(const std::string& dir, uint64_t total, const BatchBuilder& batch,
-                        uint64_t segment_size) {
-  auto w = must(
-      Writer::create(dir, 1, 1, {.segment_size = segment_size, .durability = Durability::none}));
+// The WAL's append loop; `used` receives the submission path the writer really took.
+Timing wal_append(const std::string& dir, uint64_t total, const BatchBuilder& batch,
+                  uint64_t segment_size, Submission submission, Submission* used) {
+  auto w = must(Writer::create(
+      dir, 1, 1,
+      {.segment_size = segment_size, .durability = Durability::none, .submission = submission}));
+  *used = w->submission();
   const uint64_t frame = kFrameHeaderSize + batch.bytes().size();
   uint64_t seq = 1;
+  const Cpu cpu0 = thread_cpu();
   Stopwatch sw;
   for (uint64_t done = 0; done < total; done += frame) {
     must(w->append(batch.bytes(), seq, seq + batch.count() - 1, batch.count()));
     seq += batch.count();
   }
-  const double s = sw.elapsed_s();
+  const Timing t = finish(sw, cpu0);
   must(w->close());
-  return static_cast<double>(total) / (1 << 20) / s;
+  return t;
 }
 
 void bench_append(const Args& a, ScratchDir& dir) {
   const auto batch = make_batch(1, a.batch_bytes);
   const uint64_t frame = kFrameHeaderSize + batch.bytes().size();
   const uint64_t total = a.append_mib << 20;
+  const double mib = static_cast<double>(total) / (1 << 20);
   std::printf(
       "\n1. Append, durability=none, vs write(2) of the same bytes (%llu MiB in %llu-byte "
-      "frames, %u records each; median of %d)\n",
+      "frames, %u records each; %d rounds, medians)\n",
       static_cast<unsigned long long>(a.append_mib), static_cast<unsigned long long>(frame),
       batch.count(), a.repeat);
-  std::printf("%-34s %14s %12s %6s %8s\n", "case", "write(2)", "WAL", "ratio", "best/best");
+  std::printf("%-32s %10s | %10s %6s %6s | %10s %6s %6s\n", "", "write(2)", "WAL pwrite", "wall",
+              "CPU", "io_uring", "wall", "CPU");
+  std::printf("%-32s %10s | %10s %6s %6s | %10s %6s %6s\n", "case", "MiB/s", "MiB/s", "ratio",
+              "ratio", "MiB/s", "ratio", "ratio");
   struct Case {
     const char* name;
     uint64_t segment;
   };
   // The first case fits in one segment: the cost of framing alone. The second rotates
-  // every few MiB, so it also pays each rotation's seal + fdatasync + directory fsync.
+  // every 8 MiB, so it also pays each rotation's seal + new preallocated segment.
   const Case cases[] = {
       {"one segment (framing only)", std::max<uint64_t>(a.segment_mib << 20, total + (1 << 20))},
       {"8 MiB segments (with rotations)", 8u << 20}};
+  std::string split;
   for (const auto& c : cases) {
-    std::vector<double> base, wal;
+    // Each round runs write(2), the WAL with pwritev and the WAL with io_uring back to
+    // back (rotating which goes first), so that all three see the same machine; ratios
+    // are taken per round, then the median. Wall ratio: throughput. CPU ratio: write(2)'s
+    // thread CPU time over the WAL's for the same bytes, which the load of other
+    // processes moves less.
+    std::vector<double> base, wal, uring, wall_ratio, cpu_ratio, uring_wall, uring_cpu;
+    std::vector<double> user_ms[3], sys_ms[3];  // write(2), WAL pwrite, WAL io_uring
+    Submission uring_used = Submission::io_uring;
     for (int r = 0; r < a.repeat; ++r) {
-      // Alternate which goes first, so that neither always runs after the other's
-      // write-back.
-      for (int k = 0; k < 2; ++k) {
-        if ((k + r) % 2 == 0) {
-          base.push_back(plain_write_mib_s(dir.path(), total, frame));
-        } else {
-          wal.push_back(wal_append_mib_s(dir.path(), total, batch, c.segment));
+      Timing tb, tw, tu;
+      for (int k = 0; k < 3; ++k) {
+        Submission used = Submission::pwrite;
+        switch ((k + r) % 3) {
+          case 0:
+            tb = plain_write(dir.path(), total, frame);
+            break;
+          case 1:
+            tw = wal_append(dir.path(), total, batch, c.segment, Submission::pwrite, &used);
+            break;
+          default:
+            tu = wal_append(dir.path(), total, batch, c.segment, Submission::io_uring, &used);
+            if (used != Submission::io_uring) uring_used = used;
+            break;
         }
         dir.clear();
       }
+      base.push_back(mib / tb.wall_s);
+      wal.push_back(mib / tw.wall_s);
+      uring.push_back(mib / tu.wall_s);
+      wall_ratio.push_back(tb.wall_s / tw.wall_s);
+      cpu_ratio.push_back(tb.cpu_s() / tw.cpu_s());
+      uring_wall.push_back(tb.wall_s / tu.wall_s);
+      uring_cpu.push_back(tb.cpu_s() / tu.cpu_s());
+      for (int i = 0; i < 3; ++i) {
+        const Timing& t = i == 0 ? tb : i == 1 ? tw : tu;
+        user_ms[i].push_back(t.user_s * 1e3);
+        sys_ms[i].push_back(t.sys_s * 1e3);
+      }
     }
-    const double b = median(base), w = median(wal);
-    const double bb = *std::max_element(base.begin(), base.end());
-    const double wb = *std::max_element(wal.begin(), wal.end());
-    std::printf("%-34s %8.0f MiB/s %6.0f MiB/s %6.2f %8.2f\n", c.name, b, w, w / b, wb / bb);
+    std::printf("%-32s %10.0f | %10.0f %6.2f %6.2f | ", c.name, median(base), median(wal),
+                median(wall_ratio), median(cpu_ratio));
+    if (uring_used == Submission::io_uring) {
+      std::printf("%10.0f %6.2f %6.2f\n", median(uring), median(uring_wall), median(uring_cpu));
+    } else {
+      std::printf("%10s (io_uring not usable: the writer logged why)\n", "n/a");
+    }
+    char line[160];
+    std::snprintf(line, sizeof line, "%-32s %5.0f / %-5.0f | %5.0f / %-5.0f | %5.0f / %-5.0f\n",
+                  c.name, median(user_ms[0]), median(sys_ms[0]), median(user_ms[1]),
+                  median(sys_ms[1]), median(user_ms[2]), median(sys_ms[2]));
+    split += line;
   }
+  // Where the CPU time goes: user space (the WAL's CRC, locking, framing) and kernel (page
+  // cache, block allocation), for the whole run of each loop.
+  std::printf("\nthread CPU time per run, user / sys ms (medians)\n");
+  std::printf("%-32s %13s | %13s | %13s\n", "case", "write(2)", "WAL pwrite", "io_uring");
+  std::printf("%s", split.c_str());
 }
 
 // ---------------------------------------------------------------- 2. group commit
@@ -296,6 +378,17 @@ struct CountingStore final : RecoveryHandler {
   }
 };
 
+// Drops the cached pages of the WAL segments in `dir` (and only those).
+void evict_segments(const std::string& dir) {
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) die("open " + e.path().string());
+    if (::fdatasync(fd) != 0 || ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0)
+      die("evicting " + e.path().string());
+    ::close(fd);
+  }
+}
+
 void bench_recovery(const Args& a, ScratchDir& dir) {
   const auto batch = make_batch(1, a.batch_bytes);
   const uint64_t frame = kFrameHeaderSize + batch.bytes().size();
@@ -311,30 +404,37 @@ void bench_recovery(const Args& a, ScratchDir& dir) {
     must(w->close());
   }
   std::printf(
-      "\n3. Recovery of a %llu MiB WAL (%llu MiB segments, %u records per frame; page "
-      "cache warm; median of %d)\n",
+      "\n3. Recovery of a %llu MiB WAL (%llu MiB segments, %u records per frame; median of "
+      "%d)\n",
       static_cast<unsigned long long>(a.recovery_mib),
       static_cast<unsigned long long>(a.segment_mib), batch.count(), a.repeat);
-  std::vector<double> rates, mibs;
-  uint64_t records = 0;
-  for (int r = 0; r < a.repeat; ++r) {
-    // Each open seals what it found and adds one empty segment: the records replayed stay
-    // the same.
-    CountingStore store;
-    LogOptions o;
-    o.writer.segment_size = a.segment_mib << 20;
-    o.writer.durability = Durability::none;
-    Stopwatch sw;
-    auto log = must(Log::open(dir.path(), o, store));
-    const double s = sw.elapsed_s();
-    must(log->close());
-    records = store.records;
-    rates.push_back(static_cast<double>(store.records) / s);
-    mibs.push_back(static_cast<double>(total) / (1 << 20) / s);
+  std::printf("%-44s %14s %16s %12s\n", "page cache", "records", "records/s", "MiB/s");
+  // Warm: the segments are in the page cache (the CPU cost of recovery). Cold: before each
+  // open, the segments' own cached pages are dropped (fdatasync + POSIX_FADV_DONTNEED, no
+  // other file is touched), so recovery reads them from the disk as after a reboot.
+  for (const bool cold : {false, true}) {
+    std::vector<double> rates, mibs;
+    uint64_t records = 0;
+    for (int r = 0; r < a.repeat; ++r) {
+      if (cold) evict_segments(dir.path());
+      // Each open seals what it found and adds one empty segment: the records replayed stay
+      // the same.
+      CountingStore store;
+      LogOptions o;
+      o.writer.segment_size = a.segment_mib << 20;
+      o.writer.durability = Durability::none;
+      Stopwatch sw;
+      auto log = must(Log::open(dir.path(), o, store));
+      const double s = sw.elapsed_s();
+      must(log->close());
+      records = store.records;
+      rates.push_back(static_cast<double>(store.records) / s);
+      mibs.push_back(static_cast<double>(total) / (1 << 20) / s);
+    }
+    std::printf("%-44s %14llu %16.0f %12.0f\n",
+                cold ? "cold (segments evicted before each open)" : "warm",
+                static_cast<unsigned long long>(records), median(rates), median(mibs));
   }
-  std::printf("%14s %16s %12s\n", "records", "records/s", "MiB/s");
-  std::printf("%14llu %16.0f %12.0f\n", static_cast<unsigned long long>(records), median(rates),
-              median(mibs));
 }
 
 }  // namespace
@@ -343,9 +443,10 @@ int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   ScratchDir dir(a.dir);
   std::printf("rdmarepl-bench-wal: scratch directory %s\n", dir.path().c_str());
-  bench_append(a, dir);
-  bench_group_commit(a, dir);
+  const auto run = [&](const char* table) { return a.only.empty() || a.only == table; };
+  if (run("append")) bench_append(a, dir);
+  if (run("group")) bench_group_commit(a, dir);
   dir.clear();
-  bench_recovery(a, dir);
+  if (run("recovery")) bench_recovery(a, dir);
   return 0;
 }

@@ -8,6 +8,7 @@
 
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/wal/layout.h"
+#include "uring.h"
 
 namespace rdmarepl::wal {
 
@@ -19,6 +20,16 @@ const char* to_string(Durability d) noexcept {
       return "batch";
     case Durability::interval:
       return "interval";
+  }
+  return "unknown";
+}
+
+const char* to_string(Submission s) noexcept {
+  switch (s) {
+    case Submission::pwrite:
+      return "pwrite";
+    case Submission::io_uring:
+      return "io_uring";
   }
   return "unknown";
 }
@@ -55,6 +66,16 @@ Result<std::unique_ptr<Writer>> Writer::create(std::string dir, uint64_t segment
                              options.interval.count()));
   }
   std::unique_ptr<Writer> w(new Writer(std::move(dir), options));
+  if (options.submission == Submission::io_uring) {
+    auto u = detail::Uring::create();
+    if (u) {
+      w->uring_ = std::move(*u);
+      log::info("wal: {}: appends are submitted through io_uring", w->dir_);
+    } else {
+      log::warn("wal: {}: io_uring requested but not usable ({}); appends use pwritev", w->dir_,
+                u.error().message());
+    }
+  }
   {
     std::unique_lock lk(w->mu_);
     w->next_seq_ = next_seq;
@@ -182,7 +203,9 @@ Result<Lsn> Writer::append(std::span<const uint8_t> batch, uint64_t first_seq, u
       RDMAREPL_TRY(rotate(lk));
     const iovec iov[2] = {{hdr, kFrameHeaderSize},
                           {const_cast<uint8_t*>(batch.data()), batch.size()}};
-    if (auto st = file_.write_at(offset_, std::span<const iovec>(iov, batch.empty() ? 1 : 2));
+    const std::span<const iovec> pieces(iov, batch.empty() ? 1 : 2);
+    if (auto st = uring_ ? uring_->write_at(file_.fd(), file_.path(), offset_, pieces)
+                         : file_.write_at(offset_, pieces);
         !st) {
       (void)fail(std::move(st).error());
       return error_;

@@ -21,6 +21,10 @@
 
 namespace rdmarepl::wal {
 
+namespace detail {
+class Uring;
+}
+
 enum class Durability : uint8_t {
   none,      // append returns after write(2): the OS cache holds the frame
   batch,     // append returns after an fdatasync that covers the frame (group commit)
@@ -28,12 +32,22 @@ enum class Durability : uint8_t {
 };
 const char* to_string(Durability d) noexcept;
 
+// How appends reach the file. io_uring is optional: it needs a build with liburing
+// (RDMAREPL_HAVE_URING in rdmarepl/features.h) and a kernel that allows it; otherwise the
+// writer logs why and uses pwritev (Writer::submission() says which one is in use).
+enum class Submission : uint8_t {
+  pwrite,    // pwritev(2) on the appending thread
+  io_uring,  // one IORING_OP_WRITEV per append, waited for before append returns
+};
+const char* to_string(Submission s) noexcept;
+
 struct WriterOptions {
   // 64 MiB: large enough that rotation (one extra fdatasync + directory fsync) is rare,
   // small enough that deleting covered segments after a checkpoint frees space promptly.
   uint64_t segment_size = 64u << 20;
   Durability durability = Durability::batch;
   std::chrono::milliseconds interval{10};
+  Submission submission = Submission::pwrite;
 };
 
 // A ticket for one append: the end of its frame in this writer's byte stream. Tickets
@@ -86,6 +100,10 @@ class Writer {
   [[nodiscard]] Lsn written_lsn() const noexcept;
   [[nodiscard]] uint64_t current_segment() const noexcept;
   [[nodiscard]] WriterStats stats() const noexcept;
+  // The submission path in use: options.submission, or pwrite when io_uring was refused.
+  [[nodiscard]] Submission submission() const noexcept {
+    return uring_ ? Submission::io_uring : Submission::pwrite;
+  }
 
   // Syncs, seals the current segment (end frame, truncated), stops the flusher. Idempotent.
   Status close();
@@ -104,6 +122,7 @@ class Writer {
   mutable std::mutex mu_;
   std::condition_variable cv_;  // a sync finished, or stop_
   File file_;
+  std::unique_ptr<detail::Uring> uring_;  // set when appends go through io_uring
   uint64_t segment_ = 0;
   uint64_t offset_ = 0;    // next write position in file_
   uint64_t next_seq_ = 0;  // highest seq appended + 1: the next segment header's first_seq
