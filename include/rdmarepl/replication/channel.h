@@ -98,6 +98,10 @@ class ReplicationChannel {
   Status apply_knobs(const tuning::Knobs& knobs) { return core_->apply_knobs(knobs); }
   // The knobs in force (after the channel's own limits).
   [[nodiscard]] tuning::Knobs knobs() const { return core_->knobs(); }
+  // The Observation (the numbers a tuner sees) of the window since the previous call (the
+  // first call starts a window and returns zeros). Independent of the channel's own tuner,
+  // which keeps its own window. Control plane.
+  [[nodiscard]] tuning::Observation observe() { return core_->observe(); }
   // The tuner's counters when ChannelOptions::tuning.enabled, else nullopt.
   [[nodiscard]] std::optional<tuning::RunnerStats> tuner_stats() const {
     return core_->tuner_stats();
