@@ -155,7 +155,8 @@ WriteResult Leader::write(Op op, std::string_view key, std::string_view value) n
   Deadline deadline = Deadline::never();
   bool stalled_once = false;
 
-  std::unique_lock lock(s.mu);
+  std::unique_lock lock(s.mu, std::try_to_lock);
+  if (!lock.owns_lock()) lock_as_writer(s, lock);
   for (;;) {
     if (large) seal_open(s);
     if (s.open_active) {
@@ -438,7 +439,7 @@ void Leader::wait_for_work(std::chrono::microseconds timeout) noexcept {
       std::chrono::duration_cast<std::chrono::milliseconds>(timeout), std::chrono::milliseconds(1));
   for (auto& sp : shards_) {
     std::unique_lock lock(sp->mu, std::try_to_lock);
-    if (!lock.owns_lock()) return;
+    if (!lock.owns_lock() || sp->writers_waiting.load(std::memory_order_relaxed) != 0) return;
     for (auto& l : sp->links)
       if (l->up.load(std::memory_order_relaxed) && !sp->open_active) {
         (void)l->conn->wait(ms);

@@ -106,6 +106,8 @@ class Leader final : public CoreBase {
     std::atomic<uint64_t> value_count{0};
     std::atomic<double> value_sum{0};
     std::atomic<double> value_sq{0};
+    // Writers blocked on mu: a blocking poller does not start a wait while one is.
+    std::atomic<uint32_t> writers_waiting{0};
     std::vector<std::unique_ptr<Link>> links;
   };
 
@@ -141,6 +143,7 @@ class Leader final : public CoreBase {
   // Live knobs read on the data path (set by apply_engine_knobs()); see leader_knobs.cc.
   void init_live_knobs() noexcept;
   void count_value(Shard& s, size_t value_len) noexcept;
+  void lock_as_writer(Shard& s, std::unique_lock<std::mutex>& lock) noexcept;
   [[nodiscard]] bool within_pool(const Shard& s, uint64_t len) const noexcept;
   std::atomic<uint64_t> live_batch_bytes_{0};
   std::atomic<uint64_t> live_flush_ns_{0};

@@ -34,6 +34,15 @@ void Leader::value_totals(double& count, double& sum, double& sq) const noexcept
   }
 }
 
+void Leader::lock_as_writer(Shard& s, std::unique_lock<std::mutex>& lock) noexcept {
+  // A poller in PollingMode::blocking holds the shard lock while it waits for a completion
+  // and would take it again right away (std::mutex is not fair), starving the writer for
+  // whole windows: the flag makes it skip its next wait until the writer got in.
+  s.writers_waiting.fetch_add(1, std::memory_order_relaxed);
+  lock.lock();
+  s.writers_waiting.fetch_sub(1, std::memory_order_relaxed);
+}
+
 bool Leader::within_pool(const Shard& s, uint64_t len) const noexcept {
   // An empty window always takes the entry, so a limit can never block a shard for good.
   return s.space.used() == 0 ||
