@@ -77,6 +77,7 @@ and its knobs move live; docs/tuning.md and docs/benchmarks.md "Tuning"):
     --rate L           offered MB/s of phase 1 (default 20); later phases offer 1.5 L
     --phase-windows N  windows per phase (default 20); --window-ms N (default 250)
     --grid-windows N   windows per best-static grid setting (default 8)
+    --warmup-windows N unmeasured windows at phase 1's load first (default 8)
     --latency-target-us N  the tuners' p99 target (default 20000)
     --tuner-period-ms N    the tuners' period (default 250)
     --model PATH       XGBoost model (default: the shipped one)
@@ -123,6 +124,7 @@ int main(int argc, char** argv) {
                                                  "sweep-out",
                                                  "seed",
                                                  "rate",
+                                                 "warmup-windows",
                                                  "phase-windows",
                                                  "grid-windows",
                                                  "latency-target-us",

@@ -65,8 +65,8 @@ std::vector<Phase> phases_for(double l) {
 // Runs every phase on one cluster, `windows` windows each; writes each window to `csv`.
 Result<StrategyRun> run_phases(const std::string& name, const kvdemo::RunConfig& config,
                                replication::ChannelOptions leader, const std::vector<Phase>& phases,
-                               uint64_t windows, std::chrono::milliseconds win, std::ofstream& csv,
-                               double& t_offset) {
+                               uint64_t windows, uint64_t warmup, std::chrono::milliseconds win,
+                               std::ofstream& csv, double& t_offset) {
   auto cluster = LiveCluster::start(config, leader);
   if (!cluster) return std::move(cluster).error();
   LiveCluster& c = **cluster;
@@ -74,6 +74,10 @@ Result<StrategyRun> run_phases(const std::string& name, const kvdemo::RunConfig&
   run.name = name;
   const double ws = static_cast<double>(win.count()) / 1e3;
   double t = 0;
+  // Warm-up at phase 1's load, not measured: first-touch page faults of the windows and
+  // rings, connection start, and the tuners' first decisions.
+  c.set_workload(phases[0].workload);
+  for (uint64_t i = 0; i < warmup; ++i) (void)c.measure(win);
   for (size_t p = 0; p < phases.size(); ++p) {
     c.set_workload(phases[p].workload);
     PhaseResult r;
@@ -109,7 +113,8 @@ int run_phased(const kvdemo::Flags& flags) {
   auto grid_windows = flags.get_u64("grid-windows", 8);
   auto target = flags.get_u64("latency-target-us", 20000);
   auto period = flags.get_u64("tuner-period-ms", 250);
-  if (!rate || !windows || !window_ms || !grid_windows || !target || !period)
+  auto warmup = flags.get_u64("warmup-windows", 8);
+  if (!rate || !windows || !window_ms || !grid_windows || !target || !period || !warmup)
     return fail("bad numeric flag");
   const std::string csv_path = flags.get("phased-csv", "phased.csv");
   const std::string model = flags.get("model", "");
@@ -122,7 +127,6 @@ int run_phased(const kvdemo::Flags& flags) {
   const auto bounds = live_bounds(base.shards, base.retain_bytes);
   std::vector<StrategyRun> runs;
   double t_off = 0;
-  const double run_len = static_cast<double>(*windows * phases.size() * *window_ms) / 1e3;
 
   // static-default: the channel's defaults, never moved.
   {
@@ -134,7 +138,7 @@ int run_phased(const kvdemo::Flags& flags) {
     o.poll_interval = defaults.poll_interval;
     fmt::print("static-default ...\n");
     std::fflush(stdout);
-    auto r = run_phases("static-default", *config, o, phases, *windows, win, csv, t_off);
+    auto r = run_phases("static-default", *config, o, phases, *windows, *warmup, win, csv, t_off);
     if (!r) return fail(r.error().to_string());
     runs.push_back(*r);
   }
@@ -149,7 +153,7 @@ int run_phased(const kvdemo::Flags& flags) {
     if (!model.empty()) o.tuning.xgboost.model_path = model;
     fmt::print("{} ...\n", tuner);
     std::fflush(stdout);
-    auto r = run_phases(tuner, *config, o, phases, *windows, win, csv, t_off);
+    auto r = run_phases(tuner, *config, o, phases, *windows, *warmup, win, csv, t_off);
     if (!r) return fail(r.error().to_string());
     runs.push_back(*r);
   }
@@ -164,7 +168,6 @@ int run_phased(const kvdemo::Flags& flags) {
     k0.pool_bytes = bounds.pool_bytes.max;
     k0.poll_interval_us = 50;
     const auto grid = static_grid(k0);
-    std::ofstream scratch("/dev/null");
     for (size_t p = 0; p < phases.size(); ++p) {
       fmt::print("best-static, phase {} ({} settings) ...\n", phases[p].name, grid.size());
       std::fflush(stdout);
@@ -172,6 +175,7 @@ int run_phased(const kvdemo::Flags& flags) {
       if (!cluster) return fail(cluster.error().to_string());
       LiveCluster& c = **cluster;
       c.set_workload(phases[p].workload);
+      for (uint64_t i = 0; i < *warmup; ++i) (void)c.measure(win);
       PhaseResult winner;
       std::string winner_knobs;
       const double ws = static_cast<double>(win.count()) / 1e3;
@@ -195,7 +199,6 @@ int run_phased(const kvdemo::Flags& flags) {
     }
     runs.push_back(best);
   }
-  (void)run_len;
 
   // Table.
   fmt::print("\nphases: L = {} MB/s offered; {} windows of {} ms per phase\n", *rate, *windows,
