@@ -21,6 +21,7 @@
 #include "redis_compare.h"
 #include "roles.h"
 #include "run_config.h"
+#include "sweep.h"
 #include "tcp_stream.h"
 
 #ifndef RDMAREPL_REDIS_SCRIPT
@@ -61,6 +62,27 @@ constexpr const char* kUsage =
   --timeout S        give up after S seconds (default 600)
   --quiet            no progress output
   --help
+
+Tuning runs (followers are processes, the leader runs in this process with a poller thread
+and its knobs move live; docs/tuning.md and docs/benchmarks.md "Tuning"):
+  --sweep            writes the tuning dataset (CSV): for each value size x offered rate,
+                     --sweep-windows windows of --window-ms while a random walk moves the
+                     knobs between windows
+    --sweep-values L   value sizes, comma separated (default 64,1024,4096,16384)
+    --sweep-rates L    offered MB/s, comma separated (default 2,8,32,128)
+    --sweep-windows N  windows per cell (default 40); --window-ms N (default 200)
+    --sweep-out PATH   the dataset (default sweep.csv); --seed N (default 1)
+  --phased           the phased evaluation (benchmarks/tuning/): static-default,
+                     heuristic, xgboost and best-static over four phases
+    --rate L           offered MB/s of phase 1 (default 20); later phases offer 1.5 L
+    --phase-windows N  windows per phase (default 20); --window-ms N (default 250)
+    --grid-windows N   windows per best-static grid setting (default 8)
+    --warmup-windows N unmeasured windows at phase 1's load first (default 8)
+    --latency-target-us N  the tuners' p99 target (default 20000)
+    --tuner-period-ms N    the tuners' period (default 250)
+    --model PATH       XGBoost model (default: the shipped one)
+    --phased-csv PATH  per-window results for the plot (default phased.csv)
+  --followers N, --transport T and --ack M apply to both (default 1 follower)
 )";
 
 std::string latency_json(double avg, double p50, double p99, double p999) {
@@ -83,7 +105,7 @@ int main(int argc, char** argv) {
   if (auto code = run_tcp_sink_if_requested(argc, argv)) return *code;
   if (auto code = run_role_if_requested(argc, argv)) return *code;
 
-  auto flags = Flags::parse(argc, argv, {"help", "quiet"});
+  auto flags = Flags::parse(argc, argv, {"help", "quiet", "sweep", "phased"});
   if (!flags) {
     fmt::print(stderr, "rdmarepl-bench: {}\n", flags.error().message());
     return 2;
@@ -91,6 +113,34 @@ int main(int argc, char** argv) {
   if (flags->has("help")) {
     fmt::print("{}", kUsage);
     return 0;
+  }
+  if (flags->has("sweep") || flags->has("phased")) {
+    const std::vector<std::string> live_known = {"sweep",
+                                                 "phased",
+                                                 "sweep-values",
+                                                 "sweep-rates",
+                                                 "sweep-windows",
+                                                 "window-ms",
+                                                 "sweep-out",
+                                                 "seed",
+                                                 "rate",
+                                                 "warmup-windows",
+                                                 "phase-windows",
+                                                 "grid-windows",
+                                                 "latency-target-us",
+                                                 "tuner-period-ms",
+                                                 "model",
+                                                 "phased-csv",
+                                                 "followers",
+                                                 "transport",
+                                                 "ack",
+                                                 "quiet"};
+    if (auto unknown = flags->unknown(live_known); !unknown.empty()) {
+      fmt::print(stderr, "rdmarepl-bench: flag {} does not apply to --sweep / --phased\n",
+                 unknown.front());
+      return 2;
+    }
+    return flags->has("sweep") ? run_sweep(*flags) : run_phased(*flags);
   }
   auto known = run_config_flag_names();
   known.insert(known.end(),

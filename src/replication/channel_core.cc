@@ -15,7 +15,17 @@ Result<std::unique_ptr<ChannelCore>> ChannelCore::create(
     if (!t.ok()) return std::move(t).error();
     transport = std::move(t).value();
   }
-  if (options.role == Role::leader) return detail::Leader::create(options, std::move(transport));
+  if (options.role == Role::leader) {
+    auto core = detail::Leader::create(options, std::move(transport));
+    if (core.ok() && options.tuning.enabled) {
+      auto& base = static_cast<detail::CoreBase&>(**core);
+      if (Status st = base.start_tuner(); !st.ok()) {
+        base.close();
+        return std::move(st).error();
+      }
+    }
+    return core;
+  }
   return detail::Follower::create(options, std::move(transport), store, apply);
 }
 

@@ -6,15 +6,26 @@ namespace rdmarepl::replication::detail {
 
 void CoreBase::start_threads(std::function<void()> control) {
   control_ = std::thread(std::move(control));
-  if (options_.polling != PollingMode::manual) poller_ = std::thread([this] { poll_loop(); });
+  if (options_.polling != PollingMode::manual) poller_ = std::thread([this] { poll_loop(0); });
 }
 
 void CoreBase::stop_threads() noexcept {
+  // The tuner first: it may be in apply_knobs(), starting or stopping pollers.
+  if (runner_) runner_->stop();
+  std::vector<std::thread> extra;
+  {
+    std::lock_guard lock(knob_mu_);
+    threads_stopped_ = true;
+    extra = std::move(extra_workers_);
+    extra_workers_.clear();
+  }
   {
     std::lock_guard lock(stop_mu_);
     stop_.store(true, std::memory_order_release);
   }
   stop_cv_.notify_all();
+  for (auto& t : extra)
+    if (t.joinable()) t.join();
   if (poller_.joinable()) poller_.join();
   if (control_.joinable()) control_.join();
 }
@@ -29,26 +40,35 @@ void CoreBase::wait_for_work(std::chrono::microseconds timeout) noexcept {
   std::this_thread::sleep_for(timeout);
 }
 
-void CoreBase::poll_loop() noexcept {
+size_t CoreBase::progress_worker(uint32_t, uint32_t) noexcept {
+  return progress();
+}
+
+void CoreBase::poll_loop(uint32_t worker) noexcept {
   // Idle rounds in a row before a busy poller yields the CPU: keeps latency low under load
   // and stops one spinning core from starving the store on a small machine.
   constexpr unsigned kSpinsBeforeYield = 64;
   unsigned idle = 0;
   while (!stopping()) {
-    if (progress() != 0) {
+    const uint32_t workers = workers_.load(std::memory_order_acquire);
+    if (worker >= workers) return;  // this worker was retired by apply_knobs()
+    const size_t work = workers <= 1 ? progress() : progress_worker(worker, workers);
+    if (work != 0) {
       idle = 0;
       continue;
     }
     ++idle;
-    switch (options_.polling) {
+    const auto interval =
+        std::chrono::microseconds(live_poll_interval_us_.load(std::memory_order_relaxed));
+    switch (live_polling_.load(std::memory_order_relaxed)) {
       case PollingMode::busy:
         if (idle > kSpinsBeforeYield) std::this_thread::yield();
         break;
       case PollingMode::sleep:
-        std::this_thread::sleep_for(options_.poll_interval);
+        std::this_thread::sleep_for(interval);
         break;
       case PollingMode::blocking:
-        wait_for_work(options_.poll_interval);
+        wait_for_work(interval);
         break;
       case PollingMode::manual:
         return;

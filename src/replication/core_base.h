@@ -1,5 +1,5 @@
 // What the leader and follower engines share: options, transport, metrics, the optional
-// background poller and the control thread's stop flag.
+// background pollers, the control thread's stop flag, the live knobs and the tuner.
 #pragma once
 
 #include <atomic>
@@ -7,16 +7,31 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "rdmarepl/replication/channel_core.h"
+#include "rdmarepl/tuning/runner.h"
+#include "rdmarepl/tuning/samplers.h"
 
 namespace rdmarepl::replication::detail {
 
+// The state of one observer of the channel's windows (the tuner has one, observe() callers
+// another): the readings at the end of the previous window.
+struct WindowState {
+  std::mutex mu;
+  bool primed = false;
+  uint64_t t_ns = 0;
+  MetricsSnapshot last;
+  double value_count = 0, value_sum = 0, value_sq = 0;
+  tuning::CpuSampler cpu;
+  tuning::DeviceCounterSampler device;
+};
+
 class CoreBase : public ChannelCore {
  public:
-  CoreBase(const ChannelOptions& options, std::unique_ptr<transport::Transport> transport)
-      : options_(options), transport_(std::move(transport)) {}
+  CoreBase(const ChannelOptions& options, std::unique_ptr<transport::Transport> transport);
 
   [[nodiscard]] MetricsSnapshot metrics() const noexcept override { return metrics_.snapshot(); }
   [[nodiscard]] std::string_view transport_name() const noexcept override {
@@ -24,30 +39,69 @@ class CoreBase : public ChannelCore {
   }
   [[nodiscard]] const ChannelOptions& options() const noexcept override { return options_; }
 
+  // Live knobs and the tuner (channel_tuning.cc).
+  Status apply_knobs(const tuning::Knobs& knobs) override;
+  [[nodiscard]] tuning::Knobs knobs() const override;
+  [[nodiscard]] tuning::Observation observe() override { return observe_window(user_window_); }
+  [[nodiscard]] std::optional<tuning::RunnerStats> tuner_stats() const override;
+  // Builds the tuner named in options().tuning and starts its thread.
+  Status start_tuner();
+
  protected:
   // Starts the poller (unless PollingMode::manual) and the control thread `control`.
   void start_threads(std::function<void()> control);
-  // Stops both threads; safe to call more than once.
+  // Stops the tuner, the pollers and the control thread; safe to call more than once.
   void stop_threads() noexcept;
   // Sleeps up to `d` or until stop_threads() is called. Returns false once stopping.
   bool sleep_for(std::chrono::nanoseconds d);
   // Blocks in one connection's wait() for PollingMode::blocking; overridden by engines.
   virtual void wait_for_work(std::chrono::microseconds timeout) noexcept;
 
+  // Poller thread `worker` of `workers` (> 1) calls this instead of progress(); the default
+  // is progress(). The leader gives each extra worker a fixed slice of the shards.
+  virtual size_t progress_worker(uint32_t worker, uint32_t workers) noexcept;
+  // Limits the engine's knobs in `want` to what it can do and writes them to `effective`
+  // (which holds the knobs in force); the default (follower) leaves them unchanged.
+  virtual void limit_engine_knobs(const tuning::Knobs& want, tuning::Knobs& effective) const;
+  // Makes the engine's part of `effective` live. Called under the knob lock.
+  virtual void apply_engine_knobs(const tuning::Knobs& effective) noexcept;
+  // Value sizes accepted so far: count, sum and sum of squares (leader; 0 on a follower).
+  virtual void value_totals(double& count, double& sum, double& sq) const noexcept;
+
   [[nodiscard]] bool stopping() const noexcept { return stop_.load(std::memory_order_acquire); }
+  [[nodiscard]] PollingMode live_polling() const noexcept {
+    return live_polling_.load(std::memory_order_relaxed);
+  }
 
   ChannelOptions options_;
   std::unique_ptr<transport::Transport> transport_;
   mutable ChannelMetrics metrics_;
 
  private:
-  void poll_loop() noexcept;
+  void poll_loop(uint32_t worker) noexcept;
+  // Starts or stops extra poller threads until `n` run. Under knob_mu_.
+  Status set_workers(uint32_t n);
+  tuning::Observation observe_window(WindowState& w);
 
   std::atomic<bool> stop_{false};
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   std::thread poller_;
   std::thread control_;
+
+  // Live polling settings, read by the pollers.
+  std::atomic<PollingMode> live_polling_;
+  std::atomic<uint32_t> live_poll_interval_us_;
+  std::atomic<uint32_t> workers_{1};  // poller threads that should run
+
+  mutable std::mutex knob_mu_;  // serialises apply_knobs(); guards the fields below
+  tuning::Knobs knobs_;
+  std::vector<std::thread> extra_workers_;  // workers 1..n-1
+  bool threads_stopped_ = false;
+
+  WindowState user_window_;
+  WindowState tuner_window_;
+  std::unique_ptr<tuning::TunerRunner> runner_;
 };
 
 }  // namespace rdmarepl::replication::detail

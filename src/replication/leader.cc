@@ -21,6 +21,7 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
                                                     std::unique_ptr<transport::Transport> t) {
   std::unique_ptr<Leader> self(new Leader(options, std::move(t)));
   self->large_bytes_ = single_record_batch_size(kMaxKeyBytes, options.max_value_bytes);
+  self->init_live_knobs();
   // Window entries are at least one header plus one empty record (64 bytes padded); a
   // descriptor table of that many entries would be large, so it is capped and the window
   // evicts by count as well as by bytes.
@@ -115,7 +116,8 @@ Leader::Room Leader::make_room(Shard& s, uint64_t len) noexcept {
   bool evicted = false;
   for (;;) {
     const bool slot = s.end_bn - s.first_bn < s.descs.size();
-    if (slot && s.space.where(len)) return evicted ? Room::evicted : Room::ok;
+    if (slot && s.space.where(len) && within_pool(s, len))
+      return evicted ? Room::evicted : Room::ok;
     if (!evict_oldest(s)) return Room::stalled;
     evicted = true;
   }
@@ -154,7 +156,8 @@ WriteResult Leader::write(Op op, std::string_view key, std::string_view value) n
   Deadline deadline = Deadline::never();
   bool stalled_once = false;
 
-  std::unique_lock lock(s.mu);
+  std::unique_lock lock(s.mu, std::try_to_lock);
+  if (!lock.owns_lock()) lock_as_writer(s, lock);
   for (;;) {
     if (large) seal_open(s);
     if (s.open_active) {
@@ -203,12 +206,13 @@ WriteResult Leader::write(Op op, std::string_view key, std::string_view value) n
     }
   }
   s.open.add(op, key, value, ts);
+  count_value(s, value.size());
   const uint64_t seq = s.open.next_seq() - 1;
   s.next_seq.store(seq + 1, std::memory_order_release);
   ChannelMetrics::add(metrics_.records_replicated);
   ChannelMetrics::add(metrics_.bytes_replicated, rec);
   if (options_.ack_mode == AckMode::none) s.committed.store(seq, std::memory_order_release);
-  if (large || s.open.size() >= options_.batch_bytes) {
+  if (large || s.open.size() >= live_batch_bytes_.load(std::memory_order_relaxed)) {
     seal_open(s);
     send_pending(s);
   }
@@ -388,9 +392,7 @@ size_t Leader::progress_locked(Shard& s) noexcept {
   size_t work = 0;
   for (auto& l : s.links)
     if (l->up.load(std::memory_order_relaxed)) work += poll_link(s, *l);
-  if (s.open_active &&
-      mono_ns() - s.open_t0 >=
-          static_cast<uint64_t>(std::chrono::nanoseconds(options_.flush_delay).count())) {
+  if (s.open_active && mono_ns() - s.open_t0 >= live_flush_ns_.load(std::memory_order_relaxed)) {
     seal_open(s);
     ++work;
   }
@@ -439,7 +441,7 @@ void Leader::wait_for_work(std::chrono::microseconds timeout) noexcept {
       std::chrono::duration_cast<std::chrono::milliseconds>(timeout), std::chrono::milliseconds(1));
   for (auto& sp : shards_) {
     std::unique_lock lock(sp->mu, std::try_to_lock);
-    if (!lock.owns_lock()) return;
+    if (!lock.owns_lock() || sp->writers_waiting.load(std::memory_order_relaxed) != 0) return;
     for (auto& l : sp->links)
       if (l->up.load(std::memory_order_relaxed) && !sp->open_active) {
         (void)l->conn->wait(ms);

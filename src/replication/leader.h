@@ -35,6 +35,11 @@ class Leader final : public CoreBase {
 
  protected:
   void wait_for_work(std::chrono::microseconds timeout) noexcept override;
+  // Live knobs (leader_knobs.cc).
+  size_t progress_worker(uint32_t worker, uint32_t workers) noexcept override;
+  void limit_engine_knobs(const tuning::Knobs& want, tuning::Knobs& effective) const override;
+  void apply_engine_knobs(const tuning::Knobs& effective) noexcept override;
+  void value_totals(double& count, double& sum, double& sq) const noexcept override;
 
  public:
   [[nodiscard]] transport::Endpoint local_endpoint() const override { return {}; }
@@ -99,6 +104,12 @@ class Leader final : public CoreBase {
     uint64_t open_t0 = 0;
     std::atomic<uint64_t> next_seq{1};
     std::atomic<uint64_t> committed{0};
+    // Value sizes accepted (written under mu, read by the tuner's observer).
+    std::atomic<uint64_t> value_count{0};
+    std::atomic<double> value_sum{0};
+    std::atomic<double> value_sq{0};
+    // Writers blocked on mu: a blocking poller does not start a wait while one is.
+    std::atomic<uint32_t> writers_waiting{0};
     std::vector<std::unique_ptr<Link>> links;
   };
 
@@ -138,6 +149,15 @@ class Leader final : public CoreBase {
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<bool> closed_{false};
   uint64_t large_bytes_ = 0;  // largest batch for the large-record buffer
+
+  // Live knobs read on the data path (set by apply_engine_knobs()); see leader_knobs.cc.
+  void init_live_knobs() noexcept;
+  void count_value(Shard& s, size_t value_len) noexcept;
+  void lock_as_writer(Shard& s, std::unique_lock<std::mutex>& lock) noexcept;
+  [[nodiscard]] bool within_pool(const Shard& s, uint64_t len) const noexcept;
+  std::atomic<uint64_t> live_batch_bytes_{0};
+  std::atomic<uint64_t> live_flush_ns_{0};
+  std::atomic<uint64_t> window_limit_{0};  // usable bytes of each shard's retained window
 };
 
 }  // namespace rdmarepl::replication::detail

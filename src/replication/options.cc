@@ -102,6 +102,17 @@ Status validate(const ChannelOptions& o) {
                       "max_value_bytes",
                       o.retain_bytes, o.max_value_bytes, need));
   }
+  if (o.tuning.enabled) {
+    if (o.role != Role::leader)
+      return bad(
+          "ChannelOptions::tuning.enabled is set on a follower; the tuner runs on the leader "
+          "(disable it on followers)");
+    if (o.tuning.period.count() <= 0)
+      return bad(fmt::format("ChannelOptions::tuning.period = {} ms must be positive",
+                             o.tuning.period.count()));
+    if (Status st = tuning::validate(o.tuning.bounds); !st.ok())
+      return bad(fmt::format("ChannelOptions::tuning.bounds: {}", st.error().message()));
+  }
   return ok_status();
 }
 

@@ -114,6 +114,27 @@ class ReplicationChannel {
   void close() noexcept { core_->close(); }
 
   [[nodiscard]] MetricsSnapshot metrics() const noexcept { return core_->metrics(); }
+
+  // Live knobs, control plane (never call it from the data path: it may start or join
+  // poller threads). The leader applies batch_bytes and flush_delay_us to the open batch of
+  // each shard from its next record on, poll_mode / poll_interval_us to its poller threads
+  // (busy = PollingMode::busy, periodic = sleep, event = blocking), `shards` as the number of
+  // poller threads that carry the fixed set of ChannelOptions::shards shards, and
+  // pool_bytes as the part of the retained windows (registered at create()) the leader uses.
+  // Each value is first limited to what the channel can do (see knobs()); the key -> shard
+  // mapping never changes. A follower applies poll_mode / poll_interval_us only. Every
+  // change is counted (MetricsSnapshot::knob_changes) and logged at debug level.
+  Status apply_knobs(const tuning::Knobs& knobs) { return core_->apply_knobs(knobs); }
+  // The knobs in force (after the channel's own limits).
+  [[nodiscard]] tuning::Knobs knobs() const { return core_->knobs(); }
+  // The Observation (the numbers a tuner sees) of the window since the previous call (the
+  // first call starts a window and returns zeros). Independent of the channel's own tuner,
+  // which keeps its own window. Control plane.
+  [[nodiscard]] tuning::Observation observe() { return core_->observe(); }
+  // The tuner's counters when ChannelOptions::tuning.enabled, else nullopt.
+  [[nodiscard]] std::optional<tuning::RunnerStats> tuner_stats() const {
+    return core_->tuner_stats();
+  }
   // Follower: the endpoint it listens on (the port chosen when options.listen.port was 0).
   [[nodiscard]] transport::Endpoint local_endpoint() const { return core_->local_endpoint(); }
   // Leader: the last seq assigned in `shard`. Follower: the last seq applied in `shard`.

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "rdmarepl/core/result.h"
@@ -14,6 +15,9 @@
 #include "rdmarepl/replication/record.h"
 #include "rdmarepl/replication/ticket.h"
 #include "rdmarepl/transport/transport.h"
+#include "rdmarepl/tuning/knobs.h"
+#include "rdmarepl/tuning/observation.h"
+#include "rdmarepl/tuning/runner.h"
 
 namespace rdmarepl::replication {
 
@@ -55,6 +59,12 @@ class ChannelCore {
   [[nodiscard]] virtual uint64_t applied_seq(uint32_t shard) const noexcept = 0;
   [[nodiscard]] virtual std::string_view transport_name() const noexcept = 0;
   [[nodiscard]] virtual const ChannelOptions& options() const noexcept = 0;
+
+  // Live knobs (control plane; see docs/replication.md "Live knobs").
+  virtual Status apply_knobs(const tuning::Knobs& knobs) = 0;
+  [[nodiscard]] virtual tuning::Knobs knobs() const = 0;
+  [[nodiscard]] virtual tuning::Observation observe() = 0;
+  [[nodiscard]] virtual std::optional<tuning::RunnerStats> tuner_stats() const = 0;
 };
 
 }  // namespace rdmarepl::replication

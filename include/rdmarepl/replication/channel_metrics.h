@@ -27,6 +27,9 @@ struct MetricsSnapshot {
   uint64_t records_applied = 0;     // follower: Store::apply calls
   uint64_t records_skipped = 0;     // follower: duplicates skipped after a reconnect
   uint64_t batches_applied = 0;     // follower
+  uint64_t knob_changes = 0;        // apply_knobs() calls that changed at least one setting
+  uint64_t worker_changes = 0;      // of which changed the number of poller threads
+  uint64_t tuner_decisions = 0;     // decisions made by the channel's tuner
   uint32_t followers = 0;
   std::array<uint64_t, kMaxFollowers> follower_lag{};  // leader: records not yet acked
   std::array<bool, kMaxFollowers> follower_connected{};
@@ -49,6 +52,9 @@ struct ChannelMetrics {
   std::atomic<uint64_t> records_applied{0};
   std::atomic<uint64_t> records_skipped{0};
   std::atomic<uint64_t> batches_applied{0};
+  std::atomic<uint64_t> knob_changes{0};
+  std::atomic<uint64_t> worker_changes{0};
+  std::atomic<uint64_t> tuner_decisions{0};
   std::atomic<uint32_t> followers{0};
   std::array<std::atomic<uint64_t>, kMaxFollowers> follower_lag{};
   std::array<std::atomic<bool>, kMaxFollowers> follower_connected{};
@@ -76,6 +82,9 @@ struct ChannelMetrics {
     s.records_applied = ld(records_applied);
     s.records_skipped = ld(records_skipped);
     s.batches_applied = ld(batches_applied);
+    s.knob_changes = ld(knob_changes);
+    s.worker_changes = ld(worker_changes);
+    s.tuner_decisions = ld(tuner_decisions);
     s.followers = followers.load(std::memory_order_relaxed);
     for (uint32_t i = 0; i < kMaxFollowers; ++i) {
       s.follower_lag[i] = ld(follower_lag[i]);

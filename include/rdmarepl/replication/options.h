@@ -5,12 +5,19 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "rdmarepl/core/result.h"
 #include "rdmarepl/transport/types.h"
+#include "rdmarepl/tuning/heuristic_tuner.h"
+#include "rdmarepl/tuning/knobs.h"
+#include "rdmarepl/tuning/registry.h"
+#include "rdmarepl/tuning/tuner.h"
+#include "rdmarepl/tuning/xgboost_tuner.h"
 
 namespace rdmarepl::replication {
 
@@ -38,6 +45,27 @@ enum class AwayPolicy : uint8_t { wait, fail };
 //   sleep     sleep `poll_interval` whenever a round found nothing to do
 //   blocking  block in Connection::wait (up to `poll_interval`) when a round was idle
 enum class PollingMode : uint8_t { manual, busy, sleep, blocking };
+
+// A tuner that moves the leader's knobs live (docs/replication.md, "Live knobs"). Off by
+// default; when enabled the leader builds the tuner at create(), observes its own metrics
+// every `period` and applies the tuner's knobs with apply_knobs(), on a thread of its own.
+struct TuningOptions {
+  bool enabled = false;
+  // A built-in tuner by name: "static", "heuristic" or "xgboost" (the default), or any name
+  // added to tuning::TunerRegistry::global().
+  std::string tuner = std::string(tuning::kDefaultTuner);
+  // A user tuner: when set, it is called once at create() and `tuner` is ignored.
+  std::function<std::unique_ptr<tuning::Tuner>()> make_tuner;
+  std::chrono::milliseconds period{100};
+  // The knobs never leave these bounds (the channel further limits them to what it can do;
+  // see ReplicationChannel::apply_knobs).
+  tuning::KnobBounds bounds;
+  double latency_target_p99_us = 500;
+  // Feed the tuner a sample built from each pair of consecutive windows (online learning).
+  bool learn = true;
+  tuning::HeuristicOptions heuristic;
+  tuning::XgboostOptions xgboost;
+};
 
 struct ChannelOptions {
   Role role = Role::leader;
@@ -87,6 +115,10 @@ struct ChannelOptions {
 
   std::chrono::milliseconds connect_timeout{2000};
   std::chrono::milliseconds reconnect_interval{100};
+
+  // Leader only: a tuner that moves batch_bytes, flush_delay, polling, poll_interval, the
+  // worker threads and the usable retained window live.
+  TuningOptions tuning;
 };
 
 std::string_view to_string(Role r) noexcept;

@@ -1,0 +1,212 @@
+#include "live_cluster.h"
+
+#include <fmt/format.h>
+
+#include <random>
+
+#include "control_socket.h"
+#include "flags.h"
+#include "rdmarepl/core/clock.h"
+
+namespace rdmarepl::bench {
+
+using namespace std::chrono_literals;
+using kvdemo::ChildProcess;
+
+namespace {
+
+Result<std::string> expect_line(ChildProcess& child, std::string_view prefix,
+                                std::chrono::milliseconds timeout) {
+  auto line = child.control().read_line(timeout);
+  if (!line) return Error(line.error().code(), child.name() + ": " + line.error().message());
+  if (line->rfind(prefix, 0) != 0)
+    return Error(Errc::io_error,
+                 fmt::format("{} sent '{}', expected '{}...'", child.name(), *line, prefix));
+  return line;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LiveCluster>> LiveCluster::start(const kvdemo::RunConfig& config,
+                                                        replication::ChannelOptions leader) {
+  std::unique_ptr<LiveCluster> c(new LiveCluster());
+  for (uint32_t i = 0; i < config.followers; ++i) {
+    auto args = kvdemo::to_args(config);
+    args.insert(args.begin(), {"--role", "follower", "--id", std::to_string(i), "--port", "0"});
+    auto child = ChildProcess::spawn("follower-" + std::to_string(i + 1), args);
+    if (!child) return std::move(child).error();
+    auto line = expect_line(*child, "ready ", 30s);
+    if (!line) return std::move(line).error();
+    auto port = kvdemo::parse_count(kvdemo::field(*line, "port"), "port");
+    if (!port || *port == 0 || *port > 65535)
+      return Error(Errc::protocol_error, child->name() + " reported no port: " + *line);
+    leader.peers.push_back({"127.0.0.1", static_cast<uint16_t>(*port)});
+    c->followers_.push_back(std::move(*child));
+  }
+  leader.role = replication::Role::leader;
+  leader.node_id = "leader";
+  auto ch = Channel::create(leader, c->store_);
+  if (!ch) return std::move(ch).error();
+  c->channel_ = std::move(ch).value();
+  c->t0_ns_ = c->last_ns_ = mono_ns();
+  c->last_ = c->channel_->metrics();
+  c->pacer_ = std::thread([p = c.get()] { p->pace(); });
+  return c;
+}
+
+LiveCluster::~LiveCluster() {
+  stop_.store(true);
+  if (pacer_.joinable()) pacer_.join();
+  if (channel_) channel_->close();
+  for (auto& f : followers_) (void)f.control().send_line("quit");
+}
+
+void LiveCluster::set_workload(const LiveWorkload& w) {
+  std::lock_guard lock(wl_mu_);
+  workload_ = w;
+  workload_version_.fetch_add(1);
+}
+
+double LiveCluster::elapsed_s() const {
+  return static_cast<double>(mono_ns() - t0_ns_) / 1e9;
+}
+
+void LiveCluster::pace() noexcept {
+  std::mt19937_64 rng(42);
+  LiveWorkload w;
+  uint64_t version = ~uint64_t{0};
+  std::string key, value;
+  double interval_ns = 0;
+  uint64_t due = mono_ns();
+  while (!stop_.load(std::memory_order_relaxed)) {
+    if (const uint64_t v = workload_version_.load(); v != version) {
+      std::lock_guard lock(wl_mu_);
+      w = workload_;
+      version = v;
+      const double rec = w.key_size + (w.value_min + w.value_max) / 2.0;
+      interval_ns = w.offered_mb_s > 0 ? rec * 1e3 / w.offered_mb_s : 1e9;
+      value.assign(w.value_max, 'v');
+      due = mono_ns();
+    }
+    const uint64_t now = mono_ns();
+    if (now < due) {
+      if (due - now > 200'000)
+        std::this_thread::sleep_for(std::chrono::nanoseconds(due - now - 100'000));
+      else
+        std::this_thread::yield();
+      continue;
+    }
+    // Open loop, but a writer that fell behind (the channel could not take the offered
+    // load) catches up at most 20 ms worth of writes in a burst.
+    if (now - due > 20'000'000) due = now - 20'000'000;
+    const uint64_t k = rng() % w.keyspace;
+    key = fmt::format("{:0{}}", k, w.key_size);
+    const uint32_t len =
+        w.value_min + static_cast<uint32_t>(rng() % (uint64_t{w.value_max} - w.value_min + 1));
+    value[0] = static_cast<char>('a' + rng() % 26);
+    const std::string_view v(value.data(), len);
+    if (channel_->replicate(key, v).ok())
+      store_.put(key, v);
+    else
+      write_failures_.fetch_add(1);
+    due += static_cast<uint64_t>(interval_ns);
+  }
+}
+
+LiveWindow LiveCluster::measure(std::chrono::milliseconds d) {
+  std::this_thread::sleep_for(d);
+  LiveWindow w;
+  w.knobs = channel_->knobs();
+  w.obs = channel_->observe();
+  const auto m = channel_->metrics();
+  const uint64_t now = mono_ns();
+  w.t_end_s = static_cast<double>(now - t0_ns_) / 1e9;
+  for (size_t i = 0; i < w.latency_ns.buckets.size(); ++i)
+    w.latency_ns.buckets[i] = m.ack_latency_ns.buckets[i] - last_.ack_latency_ns.buckets[i];
+  w.latency_ns.count = m.ack_latency_ns.count - last_.ack_latency_ns.count;
+  w.latency_ns.sum = m.ack_latency_ns.sum - last_.ack_latency_ns.sum;
+  w.latency_ns.max = m.ack_latency_ns.max;
+  w.records = m.records_replicated - last_.records_replicated;
+  w.bytes = m.bytes_replicated - last_.bytes_replicated;
+  last_ = m;
+  last_ns_ = now;
+  return w;
+}
+
+Result<bool> LiveCluster::finish(std::chrono::seconds timeout) {
+  stop_.store(true);
+  if (pacer_.joinable()) pacer_.join();
+  if (write_failures_.load() != 0)
+    return Error(Errc::io_error,
+                 fmt::format("{} writes failed (stalled or refused)", write_failures_.load()));
+  RDMAREPL_TRY(channel_->wait_all_acked(timeout));
+  const auto want = store_.digest();
+  bool same = true;
+  for (auto& f : followers_) {
+    RDMAREPL_TRY(f.control().send_line("digest"));
+    auto line = expect_line(f, "digest ", 120s);
+    if (!line) return std::move(line).error();
+    kvdemo::Digest d;
+    if (!kvdemo::Digest::parse(kvdemo::field(*line, "value"), d) || !(d == want)) same = false;
+  }
+  return same;
+}
+
+std::vector<tuning::Knobs> static_grid(const tuning::Knobs& base) {
+  std::vector<tuning::Knobs> out;
+  for (uint64_t batch : {16u << 10, 64u << 10, 256u << 10})
+    for (uint32_t delay : {50u, 500u})
+      for (auto mode : {tuning::PollMode::busy, tuning::PollMode::event}) {
+        tuning::Knobs k = base;
+        k.batch_bytes = batch;
+        k.flush_delay_us = delay;
+        k.poll_mode = mode;
+        k.poll_interval_us = mode == tuning::PollMode::event ? 1000 : base.poll_interval_us;
+        out.push_back(k);
+      }
+  return out;
+}
+
+tuning::KnobBounds live_bounds(uint32_t shards, uint64_t retain_bytes) {
+  tuning::KnobBounds b;
+  b.batch_bytes = {4 << 10, 1 << 20, 4 << 10};
+  b.flush_delay_us = {0, 2000, 5};
+  b.shards = {1, shards, 1};
+  b.poll_interval_us = {1, 1000, 1};
+  b.pool_bytes = {8ull << 20, uint64_t{shards} * retain_bytes, 1ull << 20};
+  return b;
+}
+
+Result<kvdemo::RunConfig> live_config(const kvdemo::Flags& flags) {
+  kvdemo::RunConfig c;
+  c.shards = 2;
+  c.retain_bytes = 16u << 20;
+  c.followers = 1;
+  c.polling = replication::PollingMode::blocking;
+  c.leader_polling = replication::PollingMode::sleep;
+  c.digest_only_store = true;
+  c.workload.value_min = 64;
+  c.workload.value_max = 16384;
+  if (flags.has("transport")) {
+    auto t = kvdemo::parse_transport(flags.get("transport"));
+    if (!t) return std::move(t).error();
+    c.transport = *t;
+  }
+  if (flags.has("ack")) {
+    auto a = kvdemo::parse_ack(flags.get("ack"));
+    if (!a) return std::move(a).error();
+    c.ack = *a;
+  }
+  auto f = flags.get_u64("followers", 1);
+  if (!f) return std::move(f).error();
+  c.followers = static_cast<uint32_t>(*f);
+  return c;
+}
+
+replication::ChannelOptions live_leader_options(const kvdemo::RunConfig& config) {
+  auto o = kvdemo::leader_options(config, {});
+  o.polling = replication::PollingMode::sleep;
+  return o;
+}
+
+}  // namespace rdmarepl::bench

@@ -1,0 +1,97 @@
+// A cluster for runs that move knobs while writing: the followers are processes (started
+// with the same role arguments as run_cluster()), the leader channel lives in this process
+// with a poller thread (so that apply_knobs() moves it live), and a pacer thread writes an
+// open-loop workload (offered MB/s, value sizes) that can change at any time. Used by
+// --sweep (the tuning dataset) and --phased (benchmarks/tuning/).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "child_process.h"
+#include "flags.h"
+#include "kv_store.h"
+#include "rdmarepl/rdmarepl.h"
+#include "run_config.h"
+
+namespace rdmarepl::bench {
+
+// What the pacer writes: `offered_mb_s` (10^6 bytes of key + value per second), values of
+// uniform size in [value_min, value_max], keys from a keyspace.
+struct LiveWorkload {
+  double offered_mb_s = 20;
+  uint32_t value_min = 1024;
+  uint32_t value_max = 1024;
+  uint32_t key_size = 16;
+  uint64_t keyspace = 100'000;
+};
+
+// One measured window.
+struct LiveWindow {
+  double t_end_s = 0;  // since the cluster started
+  tuning::Observation obs;
+  tuning::Knobs knobs;                      // in force during the window
+  metrics::Histogram::Snapshot latency_ns;  // commit latency recorded in the window
+  uint64_t records = 0, bytes = 0;          // accepted in the window
+};
+
+class LiveCluster {
+ public:
+  using Channel = replication::ReplicationChannel<kvdemo::KvStore>;
+
+  // Starts `config.followers` follower processes and the leader channel (`leader` options:
+  // peers are filled in here). `self_exe_args` are the role flags (to_args(config)).
+  static Result<std::unique_ptr<LiveCluster>> start(const kvdemo::RunConfig& config,
+                                                    replication::ChannelOptions leader);
+  ~LiveCluster();
+
+  void set_workload(const LiveWorkload& w);
+  Channel& channel() { return *channel_; }
+  // Sleeps `d`, then returns the window since the previous measure() (or start).
+  LiveWindow measure(std::chrono::milliseconds d);
+  // Stops the pacer, waits for every acknowledgement and compares every follower's digest
+  // with the leader's. Returns whether they matched; errors for a failed wait or role.
+  Result<bool> finish(std::chrono::seconds timeout);
+  [[nodiscard]] double elapsed_s() const;
+
+ private:
+  LiveCluster() = default;
+  void pace() noexcept;
+
+  std::vector<kvdemo::ChildProcess> followers_;
+  kvdemo::KvStore store_{kvdemo::KvStore::Mode::kDigestOnly};
+  std::unique_ptr<Channel> channel_;
+  uint64_t t0_ns_ = 0;
+  uint64_t last_ns_ = 0;
+  replication::MetricsSnapshot last_;
+
+  std::mutex wl_mu_;
+  LiveWorkload workload_;
+  std::atomic<uint64_t> workload_version_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> write_failures_{0};
+  std::thread pacer_;
+};
+
+// The settings tried for "best static in hindsight" (--phased): batch size x flush delay x
+// polling mode around `base`.
+std::vector<tuning::Knobs> static_grid(const tuning::Knobs& base);
+
+// The knob bounds of --sweep and of the tuners in --phased, for a leader with `shards`
+// shards and `retain_bytes` per shard: what the channel can do, so that the dataset and the
+// tuners see the same space.
+tuning::KnobBounds live_bounds(uint32_t shards, uint64_t retain_bytes);
+
+// The cluster shape shared by --sweep and --phased: 2 shards, a 16 MiB retained window per
+// shard, values up to 16 KiB, followers blocking in their poller, the leader with a
+// sleeping poller (its knobs then move it). Flags: --transport, --followers, --ack.
+Result<kvdemo::RunConfig> live_config(const kvdemo::Flags& flags);
+replication::ChannelOptions live_leader_options(const kvdemo::RunConfig& config);
+
+}  // namespace rdmarepl::bench

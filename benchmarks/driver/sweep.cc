@@ -1,0 +1,147 @@
+// rdmarepl-bench --sweep: for each (value size, offered rate) cell, runs windows of the live
+// cluster while a random walk moves the leader's knobs between windows, and writes one
+// dataset row (docs/tuning.md, "Dataset format") per pair of consecutive windows: the first
+// window's observation and knobs, the knobs applied next, and what the next window measured.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+
+#include "live_cluster.h"
+#include "rdmarepl/tuning/dataset.h"
+#include "sweep.h"
+
+namespace rdmarepl::bench {
+
+namespace {
+
+Result<std::vector<uint64_t>> parse_list(const std::string& text, std::string_view what) {
+  std::vector<uint64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    auto v = kvdemo::parse_count(item, what);
+    if (!v) return std::move(v).error();
+    out.push_back(*v);
+  }
+  if (out.empty()) return Error(Errc::invalid_argument, fmt::format("{} is empty", what));
+  return out;
+}
+
+// One step of the walk: 60% a single move of the kind the XGBoost tuner considers (a
+// multiplicative knob x2 or /2, shards +-1, another polling mode), 40% a fresh random point
+// (log-uniform for the multiplicative knobs).
+tuning::Knobs next_knobs(const tuning::Knobs& cur, const tuning::KnobBounds& b,
+                         std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(0, 1);
+  auto log_uniform = [&](const tuning::KnobRange& r) {
+    const double lo = std::log(static_cast<double>(std::max<uint64_t>(r.min, 1)));
+    const double hi = std::log(static_cast<double>(r.max));
+    return r.snap(static_cast<uint64_t>(std::exp(lo + u(rng) * (hi - lo))));
+  };
+  tuning::Knobs k = cur;
+  if (u(rng) < 0.6) {
+    const bool up = u(rng) < 0.5;
+    auto scale = [&](uint64_t v) { return up ? v * 2 : std::max<uint64_t>(v / 2, 1); };
+    switch (rng() % 6) {
+      case 0:
+        k.batch_bytes = b.batch_bytes.snap(scale(k.batch_bytes));
+        break;
+      case 1:
+        k.flush_delay_us = static_cast<uint32_t>(
+            b.flush_delay_us.snap(k.flush_delay_us == 0 && up ? 10 : scale(k.flush_delay_us)));
+        break;
+      case 2:
+        k.shards = static_cast<uint32_t>(b.shards.snap(up ? k.shards + 1 : k.shards - 1));
+        break;
+      case 3:
+        k.poll_mode = static_cast<tuning::PollMode>(rng() % tuning::kNumPollModes);
+        break;
+      case 4:
+        k.poll_interval_us =
+            static_cast<uint32_t>(b.poll_interval_us.snap(scale(k.poll_interval_us)));
+        break;
+      default:
+        k.pool_bytes = b.pool_bytes.snap(scale(k.pool_bytes));
+        break;
+    }
+  } else {
+    k.batch_bytes = log_uniform(b.batch_bytes);
+    k.flush_delay_us = static_cast<uint32_t>(u(rng) < 0.1 ? 0 : log_uniform(b.flush_delay_us));
+    k.shards = static_cast<uint32_t>(b.shards.min + rng() % (b.shards.max - b.shards.min + 1));
+    k.poll_mode = static_cast<tuning::PollMode>(rng() % tuning::kNumPollModes);
+    k.poll_interval_us = static_cast<uint32_t>(log_uniform(b.poll_interval_us));
+    k.pool_bytes = log_uniform(b.pool_bytes);
+  }
+  return tuning::clamp(k, b);
+}
+
+}  // namespace
+
+int run_sweep(const kvdemo::Flags& flags) {
+  auto fail = [](const std::string& msg) {
+    fmt::print(stderr, "rdmarepl-bench --sweep: {}\n", msg);
+    return 2;
+  };
+  auto config = live_config(flags);
+  if (!config) return fail(config.error().message());
+  auto values = parse_list(flags.get("sweep-values", "64,1024,4096,16384"), "--sweep-values");
+  auto rates = parse_list(flags.get("sweep-rates", "2,8,32,128"), "--sweep-rates");
+  auto windows = flags.get_u64("sweep-windows", 40);
+  auto window_ms = flags.get_u64("window-ms", 200);
+  auto seed = flags.get_u64("seed", 1);
+  if (!values) return fail(values.error().message());
+  if (!rates) return fail(rates.error().message());
+  if (!windows || !window_ms || !seed || *windows < 3 || *window_ms == 0)
+    return fail("--sweep-windows must be >= 3 and --window-ms positive");
+  const std::string out = flags.get("sweep-out", "sweep.csv");
+
+  auto leader = live_leader_options(*config);
+  const auto bounds = live_bounds(leader.shards, leader.retain_bytes);
+  auto cluster = LiveCluster::start(*config, leader);
+  if (!cluster) return fail(cluster.error().to_string());
+  LiveCluster& c = **cluster;
+  fmt::print("sweep: {} value sizes x {} rates x {} windows of {} ms, {} follower(s) over {}\n",
+             values->size(), rates->size(), *windows, *window_ms, config->followers,
+             c.channel().transport_name());
+
+  std::mt19937_64 rng(*seed);
+  std::vector<tuning::Sample> rows;
+  const auto win = std::chrono::milliseconds(*window_ms);
+  for (uint64_t v : *values)
+    for (uint64_t r : *rates) {
+      LiveWorkload w;
+      w.offered_mb_s = static_cast<double>(r);
+      w.value_min = w.value_max = static_cast<uint32_t>(v);
+      c.set_workload(w);
+      // The first window of a cell mixes two workloads: measured, then dropped.
+      (void)c.measure(win);
+      tuning::Knobs under = tuning::clamp(c.channel().knobs(), bounds);
+      LiveWindow prev = c.measure(win);
+      double mb = 0, p99 = 0;
+      for (uint64_t i = 1; i < *windows; ++i) {
+        const tuning::Knobs want = next_knobs(under, bounds, rng);
+        if (auto st = c.channel().apply_knobs(want); !st.ok()) return fail(st.error().message());
+        const tuning::Knobs applied = tuning::clamp(c.channel().knobs(), bounds);
+        LiveWindow cur = c.measure(win);
+        rows.push_back(tuning::Sample{prev.obs, under, applied, tuning::outcome_of(cur.obs)});
+        mb += cur.obs.bytes_per_s / 1e6;
+        p99 = std::max(p99, cur.obs.latency_p99_us);
+        prev = cur;
+        under = applied;
+      }
+      fmt::print(
+          "  value {:>6} B, offered {:>4} MB/s: mean {:7.2f} MB/s, worst window p99 {:9.0f} us\n",
+          v, r, mb / static_cast<double>(*windows - 1), p99);
+      std::fflush(stdout);
+    }
+  auto verified = c.finish(std::chrono::seconds(120));
+  if (!verified) return fail("finishing the run: " + verified.error().to_string());
+  if (auto st = tuning::write_dataset(out, rows); !st.ok()) return fail(st.error().message());
+  fmt::print("wrote {} rows to {}; followers {}\n", rows.size(), out,
+             *verified ? "verified (digests equal the leader's)" : "DIFFER from the leader");
+  return *verified ? 0 : 1;
+}
+
+}  // namespace rdmarepl::bench

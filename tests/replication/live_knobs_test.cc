@@ -1,0 +1,303 @@
+// Live knobs: apply_knobs() limits and counting, and a tuner that moves every knob at random
+// every few milliseconds while several writers load the channel: every follower must apply
+// every record of every key exactly once and in order.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <charconv>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "loopback_transport.h"
+#include "rdmarepl/rdmarepl.h"
+#include "test_store.h"
+
+using namespace rdmarepl;
+using namespace std::chrono_literals;
+using test::LoopbackFabric;
+using test::LoopbackTransport;
+using test::MapStore;
+
+namespace {
+
+// A follower store that checks, per key, that the values it applies carry the counters
+// 1, 2, 3, ... in order: a lost, duplicated or reordered record breaks the sequence.
+struct OrderStore {
+  std::mutex mu;
+  std::map<std::string, uint64_t> last;  // key -> counter of the last applied value
+  uint64_t applied = 0;
+  uint64_t violations = 0;
+  std::string first_violation;
+
+  void apply(const replication::Record& r) {
+    std::lock_guard lock(mu);
+    ++applied;
+    // The value starts with "<counter>:".
+    uint64_t n = 0;
+    const auto colon = r.value.find(':');
+    const auto res = std::from_chars(r.value.data(), r.value.data() + colon, n);
+    auto& prev = last[std::string(r.key)];
+    if (colon == std::string_view::npos || res.ec != std::errc() || n != prev + 1) {
+      if (violations++ == 0)
+        first_violation =
+            std::string(r.key) + ": got " + std::to_string(n) + " after " + std::to_string(prev);
+    }
+    prev = n;
+  }
+};
+
+template <class S>
+using Channel = ReplicationChannel<S>;
+
+ChannelOptions base_options() {
+  ChannelOptions o;
+  o.shards = 4;
+  o.ring_bytes = 256 * 1024;
+  o.batch_bytes = 16 * 1024;
+  o.max_value_bytes = 128 * 1024;
+  o.retain_bytes = 4 << 20;
+  o.queue_depth = 32;
+  o.polling = PollingMode::sleep;
+  o.poll_interval = 50us;
+  o.reconnect_interval = 20ms;
+  o.flush_delay = 100us;
+  o.ack_mode = AckMode::all;
+  return o;
+}
+
+// Moves every knob to a random allowed value on each decision.
+class RandomTuner final : public tuning::Tuner {
+ public:
+  RandomTuner(tuning::KnobBounds b, uint64_t seed) : b_(b), rng_(seed) {}
+  [[nodiscard]] std::string_view name() const noexcept override { return "random"; }
+  tuning::Knobs decide(const tuning::Observation&) override {
+    tuning::Knobs k;
+    k.batch_bytes = pick(b_.batch_bytes);
+    k.flush_delay_us = static_cast<uint32_t>(pick(b_.flush_delay_us));
+    k.shards = static_cast<uint32_t>(pick(b_.shards));
+    k.poll_mode = static_cast<tuning::PollMode>(rng_() % tuning::kNumPollModes);
+    k.poll_interval_us = static_cast<uint32_t>(pick(b_.poll_interval_us));
+    k.pool_bytes = pick(b_.pool_bytes);
+    return tuning::clamp(k, b_);
+  }
+
+ private:
+  uint64_t pick(const tuning::KnobRange& r) {
+    return r.min + (rng_() % ((r.max - r.min) / r.step + 1)) * r.step;
+  }
+  tuning::KnobBounds b_;
+  std::mt19937_64 rng_;
+};
+
+tuning::KnobBounds test_bounds() {
+  tuning::KnobBounds b;
+  b.batch_bytes = {1024, 64 * 1024, 1024};
+  b.flush_delay_us = {0, 500, 5};
+  b.shards = {1, 6, 1};  // above the channel's 4 shards: the channel limits it
+  b.poll_interval_us = {1, 200, 1};
+  b.pool_bytes = {1 << 20, 16 << 20, 1 << 20};
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("apply_knobs limits the knobs to what the leader can do and counts changes", "[knobs]") {
+  auto fabric = std::make_shared<LoopbackFabric>();
+  auto o = base_options();
+  MapStore fstore;
+  o.role = Role::follower;
+  o.listen = {"loopback", 31000};
+  auto follower = Channel<MapStore>::create(o, fstore, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(follower.ok());
+
+  o.role = Role::leader;
+  o.peers = {{"loopback", 31000}};
+  MapStore lstore;
+  auto leader = Channel<MapStore>::create(o, lstore, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(leader.ok());
+  auto& ch = **leader;
+
+  const tuning::Knobs start = ch.knobs();
+  CHECK(start.batch_bytes == o.batch_bytes);
+  CHECK(start.flush_delay_us == 100);
+  CHECK(start.shards == 1);
+  CHECK(start.poll_mode == tuning::PollMode::periodic);
+  CHECK(start.pool_bytes == uint64_t{o.shards} * o.retain_bytes);
+
+  tuning::Knobs k = start;
+  k.batch_bytes = 1 << 20;  // above ring_bytes / 4
+  k.shards = 9;             // above the channel's shard count
+  k.poll_mode = tuning::PollMode::busy;
+  k.poll_interval_us = 7;
+  k.pool_bytes = 1;  // below what two batches and two of the largest records need
+  REQUIRE(ch.apply_knobs(k).ok());
+  const tuning::Knobs got = ch.knobs();
+  CHECK(got.batch_bytes == o.ring_bytes / 4);
+  CHECK(got.shards == o.shards);
+  CHECK(got.poll_mode == tuning::PollMode::busy);
+  CHECK(got.poll_interval_us == 7);
+  CHECK(got.pool_bytes > 1);
+  CHECK(got.pool_bytes <= uint64_t{o.shards} * o.retain_bytes);
+  auto m = ch.metrics();
+  CHECK(m.knob_changes == 1);
+  CHECK(m.worker_changes == 1);
+
+  // The same knobs again change nothing.
+  REQUIRE(ch.apply_knobs(k).ok());
+  CHECK(ch.metrics().knob_changes == 1);
+
+  // Writes flow with the smallest pool and one worker again.
+  k.shards = 1;
+  k.batch_bytes = 4096;
+  REQUIRE(ch.apply_knobs(k).ok());
+  CHECK(ch.knobs().shards == 1);
+  CHECK(ch.metrics().worker_changes == 2);
+  for (int i = 0; i < 2000; ++i) {
+    const std::string key = "k" + std::to_string(i % 97);
+    const std::string value(static_cast<size_t>(i % 3000), 'v');
+    REQUIRE(ch.replicate(key, value).ok());
+    lstore.put(key, value);
+  }
+  REQUIRE(ch.wait_all_acked(30s).ok());
+  CHECK(fstore.digest() == lstore.digest());
+
+  // A follower applies only the polling knobs.
+  tuning::Knobs fk = (*follower)->knobs();
+  fk.batch_bytes = 8192;
+  fk.shards = 3;
+  fk.poll_mode = tuning::PollMode::event;
+  REQUIRE((*follower)->apply_knobs(fk).ok());
+  CHECK((*follower)->knobs().batch_bytes == o.batch_bytes);
+  CHECK((*follower)->knobs().shards == 1);
+  CHECK((*follower)->knobs().poll_mode == tuning::PollMode::event);
+
+  ch.close();
+  auto closed = ch.apply_knobs(start);
+  REQUIRE_FALSE(closed.ok());
+  CHECK(closed.error().message().find("closed") != std::string::npos);
+}
+
+TEST_CASE("a manual-polling leader keeps one worker and its polling mode", "[knobs]") {
+  auto fabric = std::make_shared<LoopbackFabric>();
+  auto o = base_options();
+  o.polling = PollingMode::manual;
+  o.role = Role::leader;
+  o.ack_mode = AckMode::none;
+  MapStore store;
+  auto leader = Channel<MapStore>::create(o, store, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(leader.ok());
+  tuning::Knobs k = (*leader)->knobs();
+  k.shards = 3;
+  k.poll_mode = tuning::PollMode::event;
+  k.flush_delay_us = 10;
+  REQUIRE((*leader)->apply_knobs(k).ok());
+  CHECK((*leader)->knobs().shards == 1);
+  CHECK((*leader)->knobs().poll_mode == tuning::PollMode::busy);
+  CHECK((*leader)->knobs().flush_delay_us == 10);
+}
+
+TEST_CASE("tuning options are checked at create()", "[knobs]") {
+  auto fabric = std::make_shared<LoopbackFabric>();
+  auto o = base_options();
+  o.role = Role::follower;
+  o.listen = {"loopback", 31010};
+  o.tuning.enabled = true;
+  MapStore store;
+  auto f = Channel<MapStore>::create(o, store, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE_FALSE(f.ok());
+  CHECK(f.error().message().find("follower") != std::string::npos);
+
+  o.role = Role::leader;
+  o.ack_mode = AckMode::none;
+  o.tuning.tuner = "no-such-tuner";
+  auto l = Channel<MapStore>::create(o, store, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE_FALSE(l.ok());
+  CHECK(l.error().message().find("no-such-tuner") != std::string::npos);
+
+  o.tuning.tuner = "static";
+  auto s = Channel<MapStore>::create(o, store, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(s.ok());
+  CHECK((*s)->tuner_stats().has_value());
+}
+
+TEST_CASE("a tuner moving every knob at random under load keeps every key's order",
+          "[knobs][integration]") {
+  auto fabric = std::make_shared<LoopbackFabric>();
+  auto o = base_options();
+  constexpr int kFollowers = 2;
+  std::vector<std::unique_ptr<OrderStore>> fstores;
+  std::vector<std::unique_ptr<Channel<OrderStore>>> followers;
+  for (int i = 0; i < kFollowers; ++i) {
+    auto fo = o;
+    fo.role = Role::follower;
+    fo.listen = {"loopback", static_cast<uint16_t>(31100 + i)};
+    fstores.push_back(std::make_unique<OrderStore>());
+    auto ch = Channel<OrderStore>::create(fo, *fstores.back(),
+                                          std::make_unique<LoopbackTransport>(fabric));
+    REQUIRE(ch.ok());
+    followers.push_back(std::move(ch).value());
+    o.peers.push_back({"loopback", static_cast<uint16_t>(31100 + i)});
+  }
+  o.role = Role::leader;
+  o.tuning.enabled = true;
+  o.tuning.period = 3ms;
+  o.tuning.bounds = test_bounds();
+  const auto bounds = o.tuning.bounds;
+  o.tuning.make_tuner = [bounds] { return std::make_unique<RandomTuner>(bounds, 42); };
+  MapStore lstore;
+  auto leader = Channel<MapStore>::create(o, lstore, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(leader.ok());
+  auto& ch = **leader;
+
+  constexpr int kWriters = 4;
+  constexpr int kPerWriter = 6000;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> writers;
+  std::map<std::string, uint64_t> expected;  // key -> last counter, filled after the join
+  std::vector<std::map<std::string, uint64_t>> per_writer(kWriters);
+  for (int t = 0; t < kWriters; ++t) {
+    writers.emplace_back([&, t] {
+      std::mt19937_64 rng(1000 + static_cast<uint64_t>(t));
+      auto& counters = per_writer[static_cast<size_t>(t)];
+      std::string value;
+      for (int i = 0; i < kPerWriter; ++i) {
+        const std::string key = "w" + std::to_string(t) + ":" + std::to_string(rng() % 64);
+        const uint64_t n = ++counters[key];
+        // Mostly small values, some large enough to travel through the large-record buffer.
+        const size_t pad = rng() % 100 == 0 ? 70000 + rng() % 20000 : rng() % 1500;
+        value = std::to_string(n) + ":";
+        value.append(pad, static_cast<char>('a' + n % 26));
+        if (!ch.replicate(key, value).ok()) ++failures;
+        if (i % 500 == 0) std::this_thread::sleep_for(1ms);  // let the tuner interleave
+      }
+    });
+  }
+  for (auto& w : writers) w.join();
+  REQUIRE(failures == 0);
+  for (auto& m : per_writer) expected.insert(m.begin(), m.end());
+
+  auto st = ch.wait_all_acked(60s);
+  INFO((st.ok() ? std::string() : st.error().message()));
+  REQUIRE(st.ok());
+  const auto stats = ch.tuner_stats();
+  REQUIRE(stats.has_value());
+  const auto m = ch.metrics();
+  INFO("decisions " << stats->decisions << " knob changes " << m.knob_changes << " worker changes "
+                    << m.worker_changes);
+  CHECK(stats->changes > 5);
+  CHECK(m.knob_changes > 5);
+  CHECK(m.worker_changes > 0);
+  CHECK(m.tuner_decisions >= stats->decisions);
+  ch.close();
+
+  for (int i = 0; i < kFollowers; ++i) {
+    auto& fs = *fstores[static_cast<size_t>(i)];
+    std::lock_guard lock(fs.mu);
+    INFO("follower " << i << ": " << fs.first_violation);
+    CHECK(fs.violations == 0);
+    CHECK(fs.applied == uint64_t{kWriters} * kPerWriter);
+    CHECK(fs.last == expected);
+  }
+}
