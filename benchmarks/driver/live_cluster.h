@@ -45,8 +45,8 @@ class LiveCluster {
  public:
   using Channel = replication::ReplicationChannel<kvdemo::KvStore>;
 
-  // Starts `config.followers` follower processes and the leader channel (`leader` options:
-  // peers are filled in here). `self_exe_args` are the role flags (to_args(config)).
+  // Starts `config.followers` follower processes (this executable with the role flags of
+  // to_args(config)) and the leader channel from `leader`, whose peers are filled in here.
   static Result<std::unique_ptr<LiveCluster>> start(const kvdemo::RunConfig& config,
                                                     replication::ChannelOptions leader);
   ~LiveCluster();
