@@ -18,8 +18,9 @@ namespace rdmarepl::replication::detail {
 using transport::Access;
 
 Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& options,
-                                                    std::unique_ptr<transport::Transport> t) {
-  std::unique_ptr<Leader> self(new Leader(options, std::move(t)));
+                                                    std::unique_ptr<transport::Transport> t,
+                                                    const StoreHooks& store) {
+  std::unique_ptr<Leader> self(new Leader(options, std::move(t), store));
   self->large_bytes_ = single_record_batch_size(kMaxKeyBytes, options.max_value_bytes);
   // Window entries are at least one header plus one empty record (64 bytes padded); a
   // descriptor table of that many entries would be large, so it is capped and the window
@@ -49,6 +50,7 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
     self->shards_.push_back(std::move(s));
   }
   self->metrics_.followers.store(static_cast<uint32_t>(options.peers.size()));
+  RDMAREPL_TRY(self->open_wal());
   // One synchronous round so that a channel created while its followers are up starts
   // connected; followers that are not reachable yet are retried by the control thread.
   const uint64_t now = mono_ns();
@@ -58,6 +60,7 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
       self->try_connect(*s, *l);
     }
   Leader* raw = self.get();
+  self->start_wal();
   self->start_threads([raw] { raw->control_loop(); });
   return std::unique_ptr<ChannelCore>(std::move(self));
 }
@@ -99,6 +102,7 @@ void Leader::push_desc(Shard& s, const BatchDesc& d) noexcept {
 bool Leader::evict_oldest(Shard& s) noexcept {
   if (s.first_bn == s.end_bn) return false;
   const BatchDesc& d = desc(s, s.first_bn);
+  if (!wal_sendable(d)) return false;  // not yet durable: nobody has it
   for (auto& l : s.links)
     if (l->up.load(std::memory_order_relaxed) &&
         l->acked_seq.load(std::memory_order_relaxed) < d.last_seq())
@@ -132,6 +136,7 @@ void Leader::seal_open(Shard& s) noexcept {
   d.large = s.open_large;
   s.open_active = false;
   s.open_large = false;
+  wal_seal(s, d);
   push_desc(s, d);
 }
 
@@ -206,7 +211,8 @@ WriteResult Leader::write(Op op, std::string_view key, std::string_view value) n
   s.next_seq.store(seq + 1, std::memory_order_release);
   ChannelMetrics::add(metrics_.records_replicated);
   ChannelMetrics::add(metrics_.bytes_replicated, rec);
-  if (options_.ack_mode == AckMode::none) s.committed.store(seq, std::memory_order_release);
+  if (options_.ack_mode == AckMode::none && !(wal_ && wal_->gates()))
+    s.committed.store(seq, std::memory_order_release);
   if (large || s.open.size() >= options_.batch_bytes) {
     seal_open(s);
     send_pending(s);
@@ -234,6 +240,7 @@ void Leader::send_pending(Shard& s) noexcept {
     if (l.next_send_bn < s.first_bn) l.next_send_bn = s.first_bn;
     while (l.next_send_bn < s.end_bn) {
       const BatchDesc& d = desc(s, l.next_send_bn);
+      if (!wal_sendable(d)) break;  // write-ahead: sent only once the log has it
       // Keep two receives of slack on the follower: it posts queue_depth + 4.
       bool blocked = l.inflight_count + 2 >= l.inflight.size();
       transport::WriteRequest wr;
@@ -346,7 +353,7 @@ void Leader::update_committed(Shard& s) noexcept {
   const uint64_t next = s.next_seq.load(std::memory_order_relaxed);
   uint64_t c = 0;
   if (options_.ack_mode == AckMode::none) {
-    c = next - 1;
+    c = wal_ && wal_->gates() ? wal_durable_seq(s) : next - 1;
   } else {
     std::array<uint64_t, kMaxFollowers> acked{};
     const size_t n = s.links.size();
@@ -559,6 +566,7 @@ void Leader::close() noexcept {
         l->up.store(false);
       }
   }
+  if (wal_) wal_->close();
 }
 
 }  // namespace rdmarepl::replication::detail

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core_base.h"
+#include "durability.h"
 #include "hello.h"
 #include "rdmarepl/replication/batch_format.h"
 #include "rdmarepl/replication/ring_space.h"
@@ -20,7 +21,8 @@ namespace rdmarepl::replication::detail {
 class Leader final : public CoreBase {
  public:
   static Result<std::unique_ptr<ChannelCore>> create(const ChannelOptions& options,
-                                                     std::unique_ptr<transport::Transport> t);
+                                                     std::unique_ptr<transport::Transport> t,
+                                                     const StoreHooks& store);
   ~Leader() override { close(); }
 
   WriteResult write(Op op, std::string_view key, std::string_view value) noexcept override;
@@ -76,6 +78,7 @@ class Leader final : public CoreBase {
     uint32_t count = 0;
     bool large = false;
     uint64_t t0_ns = 0;  // when its first record was accepted
+    uint64_t lsn = 0;    // its write-ahead log ticket (0 without a log or when recovered)
     [[nodiscard]] uint64_t last_seq() const noexcept { return first_seq + count - 1; }
   };
 
@@ -97,11 +100,14 @@ class Leader final : public CoreBase {
     uint64_t open_t0 = 0;
     std::atomic<uint64_t> next_seq{1};
     std::atomic<uint64_t> committed{0};
+    uint64_t durable_bn = 0;  // first batch not yet known durable (write-ahead log)
+    uint64_t durable_seq = 0;
     std::vector<std::unique_ptr<Link>> links;
   };
 
-  Leader(const ChannelOptions& options, std::unique_ptr<transport::Transport> t)
-      : CoreBase(options, std::move(t)) {}
+  Leader(const ChannelOptions& options, std::unique_ptr<transport::Transport> t,
+         const StoreHooks& store)
+      : CoreBase(options, std::move(t)), store_(store) {}
 
   BatchDesc& desc(Shard& s, uint64_t bn) noexcept { return s.descs[bn % s.descs.size()]; }
   enum class Room : uint8_t { ok, evicted, stalled };
@@ -125,9 +131,24 @@ class Leader final : public CoreBase {
                  const FollowerHello& hello);
   std::string describe_missing(const Shard& s, uint64_t seq) const;
 
+  // Write-ahead log (leader_wal.cc; all no-ops without ChannelOptions::wal_dir).
+  Status open_wal();  // recovers the store, the seqs and the retained window
+  void start_wal();
+  void wal_seal(Shard& s, BatchDesc& d) noexcept;
+  [[nodiscard]] bool wal_sendable(const BatchDesc& d) const noexcept;
+  uint64_t wal_durable_seq(Shard& s) noexcept;
+  void recover_batch(const BatchView& v, std::span<const std::byte> bytes) noexcept;
+
+ public:
+  // Tests and tools: the log (null without wal_dir).
+  [[nodiscard]] Wal* wal() const noexcept { return wal_.get(); }
+
+ private:
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<bool> closed_{false};
   uint64_t large_bytes_ = 0;  // largest batch for the large-record buffer
+  StoreHooks store_;
+  std::unique_ptr<Wal> wal_;
 };
 
 }  // namespace rdmarepl::replication::detail

@@ -101,9 +101,15 @@ Status Leader::install(Shard& s, Link& l, std::unique_ptr<transport::Connection>
   if (resume > sealed_last)
     return Error(Errc::protocol_error,
                  fmt::format("follower {} reports shard {} applied through seq {}, but this leader "
-                             "has only sealed up to seq {}: it was fed by another leader "
-                             "incarnation; clear its store before adding it",
-                             peer.to_string(), s.index, resume, sealed_last));
+                             "has only sealed up to seq {}: the follower holds writes this leader "
+                             "does not have (it was fed by another leader incarnation, or this "
+                             "leader restarted and lost the unsynced tail of its write-ahead log: "
+                             "durability={}). Nothing is sent to it, so the replicas do not "
+                             "diverge silently; clear the follower's store and wal_dir and "
+                             "restart it to resync it from this leader, and run the leader with "
+                             "durability=batch to rule this out",
+                             peer.to_string(), s.index, resume, sealed_last,
+                             options_.wal_dir.empty() ? "no log" : to_string(options_.durability)));
   uint64_t bn = s.end_bn;
   if (resume < sealed_last) {
     bn = s.first_bn;

@@ -46,7 +46,14 @@ class ReplicationChannel {
   // As above over a given transport (e.g. a fault-injecting decorator in tests).
   static Result<std::unique_ptr<ReplicationChannel>> create(
       const ChannelOptions& options, S& store, std::unique_ptr<transport::Transport> transport) {
-    auto core = ChannelCore::create(options, std::move(transport), &store, &apply_thunk);
+    StoreHooks hooks;
+    hooks.store = &store;
+    hooks.apply = &apply_thunk;
+    if constexpr (SnapshottableStore<S>) {
+      hooks.snapshot = &snapshot_thunk;
+      hooks.restore = &restore_thunk;
+    }
+    auto core = ChannelCore::create(options, std::move(transport), hooks);
     if (!core.ok()) return std::move(core).error();
     return std::unique_ptr<ReplicationChannel>(new ReplicationChannel(std::move(core).value()));
   }
@@ -100,6 +107,14 @@ class ReplicationChannel {
       : core_(std::move(core)) {}
   static void apply_thunk(void* store, const Record& record) {
     static_cast<S*>(store)->apply(record);
+  }
+  static Status snapshot_thunk(void* store, SnapshotWriter& out) {
+    if constexpr (SnapshottableStore<S>) return static_cast<S*>(store)->snapshot(out);
+    return ok_status();
+  }
+  static Status restore_thunk(void* store, SnapshotReader& in) {
+    if constexpr (SnapshottableStore<S>) return static_cast<S*>(store)->restore(in);
+    return ok_status();
   }
 
   std::unique_ptr<ChannelCore> core_;

@@ -1,0 +1,93 @@
+// Leader and the write-ahead log: recovery at create() (store, seqs, retained window),
+// appending each sealed batch before it is sent, and the durability gate on sending,
+// eviction and (ack_mode none) commit. See docs/replication.md, "Durability".
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "leader.h"
+#include "rdmarepl/core/clock.h"
+#include "rdmarepl/core/log.h"
+
+namespace rdmarepl::replication::detail {
+
+Status Leader::open_wal() {
+  if (options_.wal_dir.empty()) return ok_status();
+  if (store_.apply == nullptr)
+    return Error(Errc::invalid_argument,
+                 "a leader with ChannelOptions::wal_dir needs its store (recovery replays the "
+                 "log into it); create the channel through ReplicationChannel<Store>");
+  Wal::Recovered rec;
+  auto w = Wal::open(
+      options_, store_,
+      [this](const BatchView& v, std::span<const std::byte> bytes) { recover_batch(v, bytes); },
+      &rec);
+  if (!w) return std::move(w).error();
+  wal_ = std::move(*w);
+  for (auto& sp : shards_) {
+    Shard& s = *sp;
+    const uint64_t last = rec.shard_seq[s.index];
+    s.next_seq.store(last + 1, std::memory_order_release);
+    s.committed.store(last, std::memory_order_release);
+    s.durable_seq = last;
+    s.durable_bn = s.end_bn;
+    s.latency_bn = s.end_bn;
+  }
+  return ok_status();
+}
+
+void Leader::start_wal() {
+  if (!wal_) return;
+  wal_->start([this](const std::function<void()>& fn) {
+    std::vector<std::unique_lock<std::mutex>> locks;
+    locks.reserve(shards_.size());
+    for (auto& sp : shards_) locks.emplace_back(sp->mu);
+    fn();
+  });
+}
+
+// A replayed batch goes back into the retained window, so that followers that were behind
+// when this leader stopped resume from it. Only the newest batches stay when the log holds
+// more than the window (a follower behind them gets Errc::not_found, see install()).
+void Leader::recover_batch(const BatchView& v, std::span<const std::byte> bytes) noexcept {
+  if (v.header.record_count == 0) return;
+  Shard& s = *shards_[v.header.shard];
+  const uint64_t len = bytes.size();
+  if (make_room(s, len) == Room::stalled) return;
+  const auto p = s.space.place(len);
+  std::memcpy(s.window.data() + p.offset, bytes.data(), len);
+  BatchDesc d;
+  d.offset = p.offset;
+  d.len = len;
+  d.consumed = p.consumed;
+  d.first_seq = v.header.first_seq;
+  d.count = v.header.record_count;
+  d.large = d.count == 1 && len > options_.ring_bytes / 4;
+  d.t0_ns = mono_ns();
+  d.lsn = 0;  // read back from the log: durable
+  desc(s, s.end_bn) = d;
+  ++s.end_bn;
+}
+
+void Leader::wal_seal(Shard& s, BatchDesc& d) noexcept {
+  if (!wal_) return;
+  d.lsn = wal_->append(s.index, std::span<const std::byte>(s.window.data() + d.offset, d.len),
+                       d.last_seq(), d.count);
+}
+
+bool Leader::wal_sendable(const BatchDesc& d) const noexcept {
+  return !wal_ || wal_->durable(d.lsn);
+}
+
+uint64_t Leader::wal_durable_seq(Shard& s) noexcept {
+  if (s.durable_bn < s.first_bn) s.durable_bn = s.first_bn;
+  while (s.durable_bn < s.end_bn) {
+    const BatchDesc& d = desc(s, s.durable_bn);
+    if (!wal_->durable(d.lsn)) break;
+    s.durable_seq = d.last_seq();
+    ++s.durable_bn;
+  }
+  return s.durable_seq;
+}
+
+}  // namespace rdmarepl::replication::detail
