@@ -104,9 +104,10 @@ bool Leader::evict_oldest(Shard& s) noexcept {
   const BatchDesc& d = desc(s, s.first_bn);
   if (!wal_sendable(d)) return false;  // not yet durable: nobody has it
   for (auto& l : s.links)
-    if (l->up.load(std::memory_order_relaxed) &&
+    if (l->up.load(std::memory_order_relaxed) && !l->wal_catchup &&
         l->acked_seq.load(std::memory_order_relaxed) < d.last_seq())
-      return false;  // a connected follower still needs it
+      return false;  // a connected follower still needs it (one catching up from the log
+                     // reads it back from there)
   s.space.release(d.consumed);
   ++s.first_bn;
   if (s.latency_bn < s.first_bn) s.latency_bn = s.first_bn;
@@ -234,7 +235,7 @@ void Leader::flush() noexcept {
 void Leader::send_pending(Shard& s) noexcept {
   for (auto& lp : s.links) {
     Link& l = *lp;
-    if (!l.up.load(std::memory_order_relaxed)) continue;
+    if (!l.up.load(std::memory_order_relaxed) || l.wal_catchup) continue;
     // Batches before the window's start were evicted because this follower acknowledged
     // them (its ack ran ahead of what this connection sent, after a stale resume point).
     if (l.next_send_bn < s.first_bn) l.next_send_bn = s.first_bn;
@@ -387,6 +388,7 @@ void Leader::link_down(Shard& s, Link& l, std::string_view why) noexcept {
   l.inflight_head = 0;
   l.large_busy = false;
   l.stalled = false;
+  l.wal_catchup = false;
   l.ring_space.reset();
 }
 
@@ -557,6 +559,7 @@ Status Leader::wait_all_acked(std::chrono::milliseconds timeout) {
 void Leader::close() noexcept {
   if (closed_.exchange(true)) return;
   stop_threads();
+  if (catchup_.joinable()) catchup_.join();
   for (auto& sp : shards_) {
     std::lock_guard lock(sp->mu);
     for (auto& l : sp->links)

@@ -6,7 +6,9 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core_base.h"
@@ -65,6 +67,9 @@ class Leader final : public CoreBase {
     std::atomic<bool> up{false};
     std::atomic<uint64_t> down_since_ns{0};
     bool ever_connected = false;
+    // Its resume point is older than the retained window: batches come from the write-ahead
+    // log (catch-up thread) until the window reaches it; send_pending() skips it meanwhile.
+    bool wal_catchup = false;
     // Control thread only.
     uint64_t next_attempt_ns = 0;
     std::string last_error;
@@ -87,6 +92,7 @@ class Leader final : public CoreBase {
     uint32_t index = 0;
     RegisteredBuffer window;
     RegisteredBuffer ack_target;  // what followers' imm-only acks are addressed to
+    RegisteredBuffer staging;     // one batch read back from the log (catch-up), with wal_dir
     RingSpace space;
     std::vector<BatchDesc> descs;  // circular by batch number
     uint64_t first_bn = 0;         // oldest retained batch
@@ -138,6 +144,13 @@ class Leader final : public CoreBase {
   [[nodiscard]] bool wal_sendable(const BatchDesc& d) const noexcept;
   uint64_t wal_durable_seq(Shard& s) noexcept;
   void recover_batch(const BatchView& v, std::span<const std::byte> bytes) noexcept;
+  // Where a follower resuming after `resume` continues: the window's batch number, or
+  // nullopt when the window no longer reaches back that far.
+  std::optional<uint64_t> window_resume(const Shard& s, uint64_t resume) const noexcept;
+  // The catch-up thread: streams logged batches to links with wal_catchup set.
+  void catchup_loop() noexcept;
+  bool catchup_link(Shard& s, Link& l) noexcept;
+  std::thread catchup_;
 
  public:
   // Tests and tools: the log (null without wal_dir).

@@ -111,10 +111,12 @@ Status Leader::install(Shard& s, Link& l, std::unique_ptr<transport::Connection>
                              peer.to_string(), s.index, resume, sealed_last,
                              options_.wal_dir.empty() ? "no log" : to_string(options_.durability)));
   uint64_t bn = s.end_bn;
+  bool from_wal = false;
   if (resume < sealed_last) {
     bn = s.first_bn;
     while (bn < s.end_bn && desc(s, bn).last_seq() <= resume) ++bn;
-    if (bn == s.end_bn || desc(s, bn).first_seq > resume + 1) {
+    from_wal = (bn == s.end_bn || desc(s, bn).first_seq > resume + 1) && wal_;
+    if (!from_wal && (bn == s.end_bn || desc(s, bn).first_seq > resume + 1)) {
       const uint64_t oldest =
           s.first_bn < s.end_bn ? desc(s, s.first_bn).first_seq : sealed_last + 1;
       return Error(
@@ -139,6 +141,7 @@ Status Leader::install(Shard& s, Link& l, std::unique_ptr<transport::Connection>
   l.large_busy = false;
   l.stalled = false;
   l.next_send_bn = bn;
+  l.wal_catchup = from_wal;  // older than the window: streamed from the log first
   l.acked_seq.store(resume, std::memory_order_release);
   l.up.store(true, std::memory_order_release);
   if (l.ever_connected) ChannelMetrics::add(metrics_.reconnects);

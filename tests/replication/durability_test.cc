@@ -410,3 +410,39 @@ TEST_CASE("checkpoints are taken in the background, shorten the log and are reco
   REQUIRE(leader->wait_all_acked(30s).ok());
   CHECK(fstore->digest() == expected.digest());
 }
+
+TEST_CASE(
+    "a follower behind the retained window is caught up from the leader's log while "
+    "writes continue",
+    "[durability][concurrency]") {
+  TempDir ldir;
+  auto fabric = std::make_shared<LoopbackFabric>();
+  auto o = base_options();
+  o.retain_bytes = 512 * 1024;  // a small window: the follower falls out of it
+  o.ack_mode = AckMode::one;
+  const auto lo = leader_options(o, {31500, 31501}, ldir.path());
+  MapStore expected;
+  MapStore lstore;
+  MapStore f1store;
+  auto f1 = make(follower_options(o, 31500, ""), f1store, fabric);
+  auto f2store = std::make_unique<MapStore>();
+  auto f2 = make(follower_options(o, 31501, ""), *f2store, fabric);
+  auto leader = make(lo, lstore, fabric);
+  wait_committed(*leader, write_records(*leader, expected, 500, 20));
+  REQUIRE(leader->wait_all_acked(30s).ok());
+
+  f2.reset();  // away while about 3 MiB are written: far more than the window
+  wait_committed(*leader, write_records(*leader, expected, 12000, 21, 200));
+  const uint64_t resent_before = leader->metrics().batches_resent;
+
+  // Back with an empty store: it needs everything from seq 1, which only the log has.
+  f2store = std::make_unique<MapStore>();
+  f2 = make(follower_options(o, 31501, ""), *f2store, fabric);
+  wait_committed(*leader, write_records(*leader, expected, 3000, 22, 200));  // meanwhile
+  auto st = leader->wait_all_acked(60s);
+  INFO((st.ok() ? std::string() : st.error().message()));
+  REQUIRE(st.ok());
+  CHECK(f2store->digest() == expected.digest());
+  CHECK(f1store.digest() == expected.digest());
+  CHECK(leader->metrics().batches_resent > resent_before);
+}
