@@ -70,6 +70,7 @@ class Leader final : public CoreBase {
     // Its resume point is older than the retained window: batches come from the write-ahead
     // log (catch-up thread) until the window reaches it; send_pending() skips it meanwhile.
     bool wal_catchup = false;
+    uint64_t generation = 0;  // connections installed so far (a catch-up pass is per connection)
     // Control thread only.
     uint64_t next_attempt_ns = 0;
     std::string last_error;

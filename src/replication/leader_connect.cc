@@ -141,7 +141,8 @@ Status Leader::install(Shard& s, Link& l, std::unique_ptr<transport::Connection>
   l.large_busy = false;
   l.stalled = false;
   l.next_send_bn = bn;
-  l.wal_catchup = from_wal;  // older than the window: streamed from the log first
+  l.wal_catchup = from_wal;
+  ++l.generation;  // older than the window: streamed from the log first
   l.acked_seq.store(resume, std::memory_order_release);
   l.up.store(true, std::memory_order_release);
   if (l.ever_connected) ChannelMetrics::add(metrics_.reconnects);

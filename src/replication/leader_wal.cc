@@ -140,6 +140,15 @@ void Leader::catchup_loop() noexcept {
 // are durable. Returns true when the link went live.
 bool Leader::catchup_link(Shard& s, Link& l) noexcept {
   const auto& peer = options_.peers[l.follower];
+  uint64_t generation = 0;
+  {
+    std::lock_guard lock(s.mu);
+    generation = l.generation;
+  }
+  // This pass serves one connection; after a reconnect the next pass starts over.
+  auto gone = [&] {
+    return !l.up.load(std::memory_order_relaxed) || !l.wal_catchup || l.generation != generation;
+  };
   auto reader = wal::LogReader::open(wal_->dir(), nullptr);
   if (!reader) {
     std::lock_guard lock(s.mu);
@@ -157,7 +166,7 @@ bool Leader::catchup_link(Shard& s, Link& l) noexcept {
     uint64_t limit = 0;  // first seq the window holds
     {
       std::lock_guard lock(s.mu);
-      if (!l.up.load(std::memory_order_relaxed) || !l.wal_catchup) return false;
+      if (gone()) return false;
       acked = l.acked_seq.load(std::memory_order_relaxed);
       if (l.inflight_count == 0) {
         if (auto bn = window_resume(s, acked)) {
@@ -220,7 +229,7 @@ bool Leader::catchup_link(Shard& s, Link& l) noexcept {
       if (stopping()) return false;
       {
         std::lock_guard lock(s.mu);
-        if (!l.up.load(std::memory_order_relaxed) || !l.wal_catchup) return false;
+        if (gone()) return false;
         std::optional<uint64_t> at;
         bool room = l.inflight_count + 2 < l.inflight.size();
         if (room && large) room = !l.large_busy;
