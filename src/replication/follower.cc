@@ -70,7 +70,12 @@ void Follower::accept_loop() noexcept {
     // The resume points may be stale by the time the leader reads them (a shard can still
     // apply from an old connection): that only makes the leader resend batches this side
     // skips by seq.
-    for (auto& s : shards_) hello.applied[s->index] = s->acked.load(std::memory_order_acquire);
+    // With Durability::batch the resume point is what the log has synced (the leader must
+    // not count the rest); otherwise everything applied.
+    const bool synced_only = wal_ && wal_->gates();
+    for (auto& s : shards_)
+      hello.applied[s->index] =
+          (synced_only ? s->acked : s->applied).load(std::memory_order_acquire);
     co.app_data = encode(hello);
     auto conn = listener_->accept(co, std::chrono::milliseconds(100));
     if (!conn.ok()) {
