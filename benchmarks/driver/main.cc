@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -54,6 +55,9 @@ constexpr const char* kUsage =
   --poll-us N        poll interval / longest block in microseconds (default: the channel's)
   --flush-us N       seal a batch this long after its first record (default: the channel's)
   --seed N           workload seed (default 42)
+  --wal-dir D        write-ahead logs: the leader logs to D/leader, follower n to
+                     D/follower-n (emptied before the run); default: no log
+  --durability M     none | batch | interval (default batch; with --wal-dir)
   --json PATH        write the result as JSON
   --compare X        redis | tcp-stream; may be given twice. Runs the baseline in the same run
                      and prints our number as a multiple of it
@@ -202,6 +206,16 @@ int main(int argc, char** argv) {
       machine.kernel);
   std::fflush(stdout);
 
+  if (!config.wal_dir.empty()) {
+    // Every run starts from empty logs: a log with content would be recovered into the
+    // stores and skew both the numbers and the digests.
+    std::error_code ec;
+    std::filesystem::create_directories(config.wal_dir, ec);
+    for (int i = -1; i < static_cast<int>(config.followers); ++i)
+      std::filesystem::remove_all(wal_dir_of(config, i), ec);
+    fmt::print("write-ahead logs under {} (durability={})\n", config.wal_dir,
+               replication::to_string(config.durability));
+  }
   auto run = run_cluster(config);
   if (!run) {
     fmt::print(stderr, "rdmarepl-bench: run failed: {}\n", run.error().to_string());
@@ -244,7 +258,11 @@ int main(int argc, char** argv) {
 
   fmt::print("\n{:<22} {:<28} {:>12} {:>9} {:<34} {:>8} {:>9} {:>8}\n", "system", "transport",
              "ops/s", "MB/s", "latency us avg/p50/p99/p999", "cpu s", "cpu us/op", "verified");
-  print_row("rdmarepl", r.transport + " ack=" + std::string(replication::to_string(config.ack)),
+  print_row("rdmarepl",
+            r.transport + " ack=" + std::string(replication::to_string(config.ack)) +
+                (config.wal_dir.empty()
+                     ? std::string()
+                     : " wal=" + std::string(replication::to_string(config.durability))),
             r.ops_per_sec, r.mb_per_sec,
             fmt::format("{:.0f}/{:.0f}/{:.0f}/{:.0f}", r.latency.avg_us, r.latency.p50_us,
                         r.latency.p99_us, r.latency.p999_us),
@@ -285,6 +303,8 @@ int main(int argc, char** argv) {
     j.field("value_min", w.value_min).field("value_max", w.value_max);
     j.field("records", r.records).field("keyspace", w.keyspace);
     j.field("ack", replication::to_string(config.ack));
+    j.field("wal", config.wal_dir.empty() ? std::string_view("off")
+                                          : replication::to_string(config.durability));
     j.field("shards", config.shards).field("batch_bytes", config.batch_bytes);
     j.field("polling", polling_name(config.polling));
     j.field("store", config.digest_only_store ? "digest" : "map");

@@ -33,6 +33,19 @@ Result<PollingMode> parse_polling(const std::string& text) {
                "polling mode '" + text + "' is not one of manual, busy, sleep, blocking");
 }
 
+Result<replication::Durability> parse_durability(const std::string& text) {
+  if (text == "none") return replication::Durability::none;
+  if (text == "batch") return replication::Durability::batch;
+  if (text == "interval") return replication::Durability::interval;
+  return Error(Errc::invalid_argument,
+               "--durability '" + text + "' is not one of none, batch, interval");
+}
+
+std::string wal_dir_of(const RunConfig& c, int index) {
+  if (c.wal_dir.empty()) return {};
+  return c.wal_dir + (index < 0 ? "/leader" : "/follower-" + std::to_string(index + 1));
+}
+
 std::string_view polling_name(PollingMode mode) noexcept {
   switch (mode) {
     case PollingMode::manual:
@@ -51,7 +64,7 @@ std::vector<std::string> run_config_flag_names() {
   return {"transport",      "ack",        "polling",      "followers",     "records",
           "key-size",       "value-size", "keyspace",     "erase-percent", "seed",
           "batch-bytes",    "shards",     "retain-bytes", "poll-us",       "flush-us",
-          "leader-polling", "store",      "ring-bytes"};
+          "leader-polling", "store",      "ring-bytes",   "wal-dir",       "durability"};
 }
 
 std::vector<std::string> to_args(const RunConfig& c) {
@@ -91,7 +104,11 @@ std::vector<std::string> to_args(const RunConfig& c) {
           "--poll-us",
           std::to_string(c.poll_us),
           "--flush-us",
-          std::to_string(c.flush_us)};
+          std::to_string(c.flush_us),
+          "--wal-dir",
+          c.wal_dir,
+          "--durability",
+          std::string(replication::to_string(c.durability))};
 }
 
 Status apply_flags(const Flags& f, RunConfig& c) {
@@ -117,6 +134,12 @@ Status apply_flags(const Flags& f, RunConfig& c) {
                    "--store '" + st + "' is not map (keep values) or digest (keep hashes)");
     }
     c.digest_only_store = st == "digest";
+  }
+  if (f.has("wal-dir")) c.wal_dir = f.get("wal-dir");
+  if (f.has("durability")) {
+    auto d = parse_durability(f.get("durability"));
+    if (!d) return std::move(d).error();
+    c.durability = *d;
   }
   if (f.has("leader-polling")) {
     auto p = parse_polling(f.get("leader-polling"));
@@ -192,6 +215,7 @@ void common_options(const RunConfig& c, replication::ChannelOptions& o) {
   if (c.flush_us != 0) o.flush_delay = std::chrono::microseconds(c.flush_us);
   // The largest value must fit one record; leave room for the key and the headers.
   o.max_value_bytes = std::max<size_t>(c.workload.value_max, 4096);
+  o.durability = c.durability;
   // The receive ring holds several full batches and the largest record several times over.
   size_t ring_min = 8 * std::max<size_t>(o.batch_bytes, c.workload.value_max + 4096);
   o.ring_bytes = std::max(o.ring_bytes, std::bit_ceil(ring_min));
@@ -209,6 +233,7 @@ replication::ChannelOptions leader_options(const RunConfig& c,
   common_options(c, o);
   o.polling = c.leader_polling;
   if (c.retain_bytes != 0) o.retain_bytes = c.retain_bytes;
+  o.wal_dir = wal_dir_of(c, -1);
   return o;
 }
 
@@ -228,6 +253,7 @@ replication::ChannelOptions follower_options(const RunConfig& c, uint32_t index,
   o.node_id = "follower-" + std::to_string(index + 1);
   o.listen = transport::Endpoint{"127.0.0.1", port};
   common_options(c, o);
+  o.wal_dir = wal_dir_of(c, static_cast<int>(index));
   return o;
 }
 

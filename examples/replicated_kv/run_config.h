@@ -31,6 +31,10 @@ struct RunConfig {
   uint64_t ring_bytes = 0;    // 0: the channel's default (raised to fit 8 batches)
   uint64_t poll_us = 0;       // 0: the channel's default poll_interval
   uint64_t flush_us = 0;      // 0: the channel's default flush_delay
+  // Write-ahead logs: empty = none. Otherwise each process logs to <wal_dir>/leader or
+  // <wal_dir>/follower-<n> (the coordinating process empties them before a run).
+  std::string wal_dir;
+  replication::Durability durability = replication::Durability::batch;
   // Every process's store: full (keeps values) or digest-only (see KvStore::Mode).
   bool digest_only_store = false;
 
@@ -61,6 +65,9 @@ replication::ChannelOptions follower_options(const RunConfig& config, uint32_t i
 Result<replication::TransportKind> parse_transport(const std::string& text);
 Result<replication::AckMode> parse_ack(const std::string& text);
 Result<replication::PollingMode> parse_polling(const std::string& text);
+Result<replication::Durability> parse_durability(const std::string& text);
+// The log directory of the leader (index < 0) or of follower `index` under config.wal_dir.
+std::string wal_dir_of(const RunConfig& config, int index);
 std::string_view polling_name(replication::PollingMode mode) noexcept;
 
 }  // namespace rdmarepl::kvdemo

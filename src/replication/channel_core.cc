@@ -7,8 +7,8 @@
 namespace rdmarepl::replication {
 
 Result<std::unique_ptr<ChannelCore>> ChannelCore::create(
-    const ChannelOptions& options, std::unique_ptr<transport::Transport> transport, void* store,
-    ApplyFn apply) {
+    const ChannelOptions& options, std::unique_ptr<transport::Transport> transport,
+    const StoreHooks& store) {
   RDMAREPL_TRY(validate(options));
   if (!transport) {
     auto t = select_transport(options.transport);
@@ -16,7 +16,7 @@ Result<std::unique_ptr<ChannelCore>> ChannelCore::create(
     transport = std::move(t).value();
   }
   if (options.role == Role::leader) {
-    auto core = detail::Leader::create(options, std::move(transport));
+    auto core = detail::Leader::create(options, std::move(transport), store);
     if (core.ok() && options.tuning.enabled) {
       auto& base = static_cast<detail::CoreBase&>(**core);
       if (Status st = base.start_tuner(); !st.ok()) {
@@ -26,7 +26,7 @@ Result<std::unique_ptr<ChannelCore>> ChannelCore::create(
     }
     return core;
   }
-  return detail::Follower::create(options, std::move(transport), store, apply);
+  return detail::Follower::create(options, std::move(transport), store);
 }
 
 }  // namespace rdmarepl::replication

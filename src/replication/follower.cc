@@ -17,8 +17,8 @@ using transport::Access;
 
 Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& options,
                                                       std::unique_ptr<transport::Transport> t,
-                                                      void* store, ApplyFn apply) {
-  std::unique_ptr<Follower> self(new Follower(options, std::move(t), store, apply));
+                                                      const StoreHooks& store) {
+  std::unique_ptr<Follower> self(new Follower(options, std::move(t), store));
   const size_t large = single_record_batch_size(kMaxKeyBytes, options.max_value_bytes);
   for (uint32_t i = 0; i < options.shards; ++i) {
     auto s = std::make_unique<Shard>();
@@ -37,6 +37,7 @@ Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& opti
     s->large = std::move(l).value();
     self->shards_.push_back(std::move(s));
   }
+  RDMAREPL_TRY(self->open_wal());
   auto listener = self->transport_->listen(options.listen);
   if (!listener.ok())
     return Error(listener.error().code(),
@@ -45,6 +46,7 @@ Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& opti
   self->listener_ = std::move(listener).value();
   self->endpoint_ = self->listener_->local_endpoint();
   Follower* raw = self.get();
+  self->start_wal();
   self->start_threads([raw] { raw->accept_loop(); });
   return std::unique_ptr<ChannelCore>(std::move(self));
 }
@@ -68,7 +70,12 @@ void Follower::accept_loop() noexcept {
     // The resume points may be stale by the time the leader reads them (a shard can still
     // apply from an old connection): that only makes the leader resend batches this side
     // skips by seq.
-    for (auto& s : shards_) hello.applied[s->index] = s->applied.load(std::memory_order_acquire);
+    // With Durability::batch the resume point is what the log has synced (the leader must
+    // not count the rest); otherwise everything applied.
+    const bool synced_only = wal_ && wal_->gates();
+    for (auto& s : shards_)
+      hello.applied[s->index] =
+          (synced_only ? s->acked : s->applied).load(std::memory_order_acquire);
     co.app_data = encode(hello);
     auto conn = listener_->accept(co, std::chrono::milliseconds(100));
     if (!conn.ok()) {
@@ -122,6 +129,10 @@ void Follower::install(std::unique_ptr<transport::Connection> conn) noexcept {
   s.conn = std::move(conn);
   s.leader = who;
   s.cursor = 0;
+  s.unacked_batches = 0;
+  // The leader resumes from the seq of the handshake (at most this): acknowledging it again
+  // would spend an acknowledgement no batch paid for.
+  s.last_ack_sent = s.acked.load(std::memory_order_relaxed);
 }
 
 void Follower::drop(Shard& s, std::string_view why, bool protocol_error) noexcept {
@@ -180,6 +191,14 @@ bool Follower::handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::stri
         v.header.first_seq, applied + 1);
     return false;
   }
+  const uint64_t last = v.header.first_seq + v.header.record_count - 1;
+  if (v.header.record_count != 0 && last > applied &&
+      !wal_append(s, v, bytes.first(v.padded_size()))) {
+    why =
+        "the write-ahead log refused the batch (see the error above); nothing of it was applied "
+        "or acknowledged. Fix the disk and restart this follower: it recovers from its log";
+    return false;
+  }
   RecordCursor cursor(v);
   Record rec;
   uint64_t skipped = 0;
@@ -219,21 +238,35 @@ size_t Follower::poll_shard(Shard& s) noexcept {
     }
     ++batches;
   }
-  if (batches == 0) return n;
   // Receives go back before the acknowledgement that lets the leader send more.
-  if (s.conn->post_recvs(batches) != transport::PostStatus::ok) {
+  if (batches != 0 && s.conn->post_recvs(batches) != transport::PostStatus::ok) {
     drop(s, "re-posting receives failed");
     return n;
   }
+  s.unacked_batches += batches;
+  return n + send_ack(s);
+}
+
+size_t Follower::send_ack(Shard& s) noexcept {
+  const uint64_t seq = wal_ack_seq(s);
+  s.acked.store(seq, std::memory_order_release);
+  if (s.unacked_batches == 0) return 0;
+  // A new seq to report, or (every logged batch synced) batches that carried nothing new.
+  const bool all_synced = s.pending_count == 0;
+  if (seq <= s.last_ack_sent && !all_synced) return 0;
   transport::WriteRequest ack;
   const auto& target = s.conn->peer().regions.front();
   ack.remote_addr = target.addr;
   ack.rkey = target.rkey;
-  ack.imm =
-      make_imm(ImmKind::ack, static_cast<uint32_t>(s.applied.load(std::memory_order_relaxed)));
+  ack.imm = make_imm(ImmKind::ack, static_cast<uint32_t>(seq));
   const auto st = s.conn->post_writes(std::span<const transport::WriteRequest>(&ack, 1));
-  if (st != transport::PostStatus::ok) drop(s, "sending the acknowledgement failed");
-  return n;
+  if (st != transport::PostStatus::ok) {
+    drop(s, "sending the acknowledgement failed");
+    return 1;
+  }
+  s.last_ack_sent = seq;
+  s.unacked_batches = all_synced ? 0 : s.unacked_batches - 1;
+  return 1;
 }
 
 size_t Follower::progress() noexcept {
@@ -289,6 +322,7 @@ void Follower::close() noexcept {
       sp->conn.reset();
     }
   }
+  if (wal_) wal_->close();
 }
 
 }  // namespace rdmarepl::replication::detail

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core_base.h"
+#include "durability.h"
 #include "hello.h"
 #include "registered_buffer.h"
 
@@ -18,7 +19,7 @@ class Follower final : public CoreBase {
  public:
   static Result<std::unique_ptr<ChannelCore>> create(const ChannelOptions& options,
                                                      std::unique_ptr<transport::Transport> t,
-                                                     void* store, ApplyFn apply);
+                                                     const StoreHooks& store);
   ~Follower() override { close(); }
 
   WriteResult write(Op, std::string_view, std::string_view) noexcept override {
@@ -57,11 +58,27 @@ class Follower final : public CoreBase {
     std::string leader;   // node id of the connected leader, for messages
     uint64_t cursor = 0;  // where the next ring batch is expected (or 0 after a wrap)
     std::atomic<uint64_t> applied{0};
+    // What this shard acknowledges and reports as its resume point: `applied`, or with
+    // Durability::batch the last applied seq whose batch the write-ahead log has synced.
+    std::atomic<uint64_t> acked{0};
+    // Logged batches waiting for their sync (Durability::batch): circular, oldest first.
+    struct Pending {
+      uint64_t lsn = 0;
+      uint64_t last_seq = 0;
+    };
+    std::vector<Pending> pending;
+    size_t pending_head = 0;
+    size_t pending_count = 0;
+    uint64_t durable_seq = 0;
+    // Batches received on this connection not yet answered by an acknowledgement: never
+    // more acks than batches, so the leader's posted receives always suffice.
+    uint32_t unacked_batches = 0;
+    uint64_t last_ack_sent = 0;
   };
 
-  Follower(const ChannelOptions& options, std::unique_ptr<transport::Transport> t, void* store,
-           ApplyFn apply)
-      : CoreBase(options, std::move(t)), store_(store), apply_(apply) {}
+  Follower(const ChannelOptions& options, std::unique_ptr<transport::Transport> t,
+           const StoreHooks& store)
+      : CoreBase(options, std::move(t)), store_(store.store), apply_(store.apply), hooks_(store) {}
 
   size_t poll_shard(Shard& s) noexcept;
   // Checks and applies the batch a completion announced; false (and `why`) on a protocol error.
@@ -69,9 +86,25 @@ class Follower final : public CoreBase {
   void drop(Shard& s, std::string_view why, bool protocol_error = false) noexcept;
   void accept_loop() noexcept;
   void install(std::unique_ptr<transport::Connection> conn) noexcept;
+  // Sends an acknowledgement when there is something to acknowledge; 1 when it did.
+  size_t send_ack(Shard& s) noexcept;
 
+  // Write-ahead log (follower_wal.cc; no-ops without ChannelOptions::wal_dir).
+  Status open_wal();
+  void start_wal();
+  // Logs a verified batch before it is applied; false when the log failed.
+  bool wal_append(Shard& s, const BatchView& v, std::span<const std::byte> bytes) noexcept;
+  // The seq this shard may acknowledge now.
+  uint64_t wal_ack_seq(Shard& s) noexcept;
+
+ public:
+  [[nodiscard]] Wal* wal() const noexcept { return wal_.get(); }
+
+ private:
   void* store_;
   ApplyFn apply_;
+  StoreHooks hooks_;
+  std::unique_ptr<Wal> wal_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::unique_ptr<transport::Listener> listener_;
   transport::Endpoint endpoint_;

@@ -18,8 +18,9 @@ namespace rdmarepl::replication::detail {
 using transport::Access;
 
 Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& options,
-                                                    std::unique_ptr<transport::Transport> t) {
-  std::unique_ptr<Leader> self(new Leader(options, std::move(t)));
+                                                    std::unique_ptr<transport::Transport> t,
+                                                    const StoreHooks& store) {
+  std::unique_ptr<Leader> self(new Leader(options, std::move(t), store));
   self->large_bytes_ = single_record_batch_size(kMaxKeyBytes, options.max_value_bytes);
   self->init_live_knobs();
   // Window entries are at least one header plus one empty record (64 bytes padded); a
@@ -51,6 +52,7 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
   }
   self->callbacks_.init(options.shards, options.max_pending_callbacks);
   self->metrics_.followers.store(static_cast<uint32_t>(options.peers.size()));
+  RDMAREPL_TRY(self->open_wal());
   // One synchronous round so that a channel created while its followers are up starts
   // connected; followers that are not reachable yet are retried by the control thread.
   const uint64_t now = mono_ns();
@@ -60,6 +62,7 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
       self->try_connect(*s, *l);
     }
   Leader* raw = self.get();
+  self->start_wal();
   self->start_threads([raw] { raw->control_loop(); });
   return std::unique_ptr<ChannelCore>(std::move(self));
 }
@@ -101,10 +104,12 @@ void Leader::push_desc(Shard& s, const BatchDesc& d) noexcept {
 bool Leader::evict_oldest(Shard& s) noexcept {
   if (s.first_bn == s.end_bn) return false;
   const BatchDesc& d = desc(s, s.first_bn);
+  if (!wal_sendable(d)) return false;  // not yet durable: nobody has it
   for (auto& l : s.links)
-    if (l->up.load(std::memory_order_relaxed) &&
+    if (l->up.load(std::memory_order_relaxed) && !l->wal_catchup &&
         l->acked_seq.load(std::memory_order_relaxed) < d.last_seq())
-      return false;  // a connected follower still needs it
+      return false;  // a connected follower still needs it (one catching up from the log
+                     // reads it back from there)
   s.space.release(d.consumed);
   ++s.first_bn;
   if (s.latency_bn < s.first_bn) s.latency_bn = s.first_bn;
@@ -135,6 +140,7 @@ void Leader::seal_open(Shard& s) noexcept {
   d.large = s.open_large;
   s.open_active = false;
   s.open_large = false;
+  wal_seal(s, d);
   push_desc(s, d);
 }
 
@@ -211,7 +217,8 @@ WriteResult Leader::write(Op op, std::string_view key, std::string_view value) n
   s.next_seq.store(seq + 1, std::memory_order_release);
   ChannelMetrics::add(metrics_.records_replicated);
   ChannelMetrics::add(metrics_.bytes_replicated, rec);
-  if (options_.ack_mode == AckMode::none) s.committed.store(seq, std::memory_order_release);
+  if (options_.ack_mode == AckMode::none && !(wal_ && wal_->gates()))
+    s.committed.store(seq, std::memory_order_release);
   if (large || s.open.size() >= live_batch_bytes_.load(std::memory_order_relaxed)) {
     seal_open(s);
     send_pending(s);
@@ -233,12 +240,13 @@ void Leader::flush() noexcept {
 void Leader::send_pending(Shard& s) noexcept {
   for (auto& lp : s.links) {
     Link& l = *lp;
-    if (!l.up.load(std::memory_order_relaxed)) continue;
+    if (!l.up.load(std::memory_order_relaxed) || l.wal_catchup) continue;
     // Batches before the window's start were evicted because this follower acknowledged
     // them (its ack ran ahead of what this connection sent, after a stale resume point).
     if (l.next_send_bn < s.first_bn) l.next_send_bn = s.first_bn;
     while (l.next_send_bn < s.end_bn) {
       const BatchDesc& d = desc(s, l.next_send_bn);
+      if (!wal_sendable(d)) break;  // write-ahead: sent only once the log has it
       // Keep two receives of slack on the follower: it posts queue_depth + 4.
       bool blocked = l.inflight_count + 2 >= l.inflight.size();
       transport::WriteRequest wr;
@@ -351,7 +359,7 @@ void Leader::update_committed(Shard& s) noexcept {
   const uint64_t next = s.next_seq.load(std::memory_order_relaxed);
   uint64_t c = 0;
   if (options_.ack_mode == AckMode::none) {
-    c = next - 1;
+    c = wal_ && wal_->gates() ? wal_durable_seq(s) : next - 1;
   } else {
     std::array<uint64_t, kMaxFollowers> acked{};
     const size_t n = s.links.size();
@@ -385,6 +393,7 @@ void Leader::link_down(Shard& s, Link& l, std::string_view why) noexcept {
   l.inflight_head = 0;
   l.large_busy = false;
   l.stalled = false;
+  l.wal_catchup = false;
   l.ring_space.reset();
 }
 
@@ -556,6 +565,7 @@ Status Leader::wait_all_acked(std::chrono::milliseconds timeout) {
 void Leader::close() noexcept {
   if (closed_.exchange(true)) return;
   stop_threads();
+  if (catchup_.joinable()) catchup_.join();
   for (auto& sp : shards_) {
     std::lock_guard lock(sp->mu);
     for (auto& l : sp->links)
@@ -565,6 +575,7 @@ void Leader::close() noexcept {
         l->up.store(false);
       }
   }
+  if (wal_) wal_->close();
   fail_callbacks_on_close();
 }
 

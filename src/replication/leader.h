@@ -6,11 +6,14 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "commit_callbacks.h"
 #include "core_base.h"
+#include "durability.h"
 #include "hello.h"
 #include "rdmarepl/replication/batch_format.h"
 #include "rdmarepl/replication/ring_space.h"
@@ -21,7 +24,8 @@ namespace rdmarepl::replication::detail {
 class Leader final : public CoreBase {
  public:
   static Result<std::unique_ptr<ChannelCore>> create(const ChannelOptions& options,
-                                                     std::unique_ptr<transport::Transport> t);
+                                                     std::unique_ptr<transport::Transport> t,
+                                                     const StoreHooks& store);
   ~Leader() override { close(); }
 
   WriteResult write(Op op, std::string_view key, std::string_view value) noexcept override;
@@ -70,6 +74,10 @@ class Leader final : public CoreBase {
     std::atomic<bool> up{false};
     std::atomic<uint64_t> down_since_ns{0};
     bool ever_connected = false;
+    // Its resume point is older than the retained window: batches come from the write-ahead
+    // log (catch-up thread) until the window reaches it; send_pending() skips it meanwhile.
+    bool wal_catchup = false;
+    uint64_t generation = 0;  // connections installed so far (a catch-up pass is per connection)
     // Control thread only.
     uint64_t next_attempt_ns = 0;
     std::string last_error;
@@ -83,6 +91,7 @@ class Leader final : public CoreBase {
     uint32_t count = 0;
     bool large = false;
     uint64_t t0_ns = 0;  // when its first record was accepted
+    uint64_t lsn = 0;    // its write-ahead log ticket (0 without a log or when recovered)
     [[nodiscard]] uint64_t last_seq() const noexcept { return first_seq + count - 1; }
   };
 
@@ -91,6 +100,7 @@ class Leader final : public CoreBase {
     uint32_t index = 0;
     RegisteredBuffer window;
     RegisteredBuffer ack_target;  // what followers' imm-only acks are addressed to
+    RegisteredBuffer staging;     // one batch read back from the log (catch-up), with wal_dir
     RingSpace space;
     std::vector<BatchDesc> descs;  // circular by batch number
     uint64_t first_bn = 0;         // oldest retained batch
@@ -110,11 +120,14 @@ class Leader final : public CoreBase {
     std::atomic<double> value_sq{0};
     // Writers blocked on mu: a blocking poller does not start a wait while one is.
     std::atomic<uint32_t> writers_waiting{0};
+    uint64_t durable_bn = 0;  // first batch not yet known durable (write-ahead log)
+    uint64_t durable_seq = 0;
     std::vector<std::unique_ptr<Link>> links;
   };
 
-  Leader(const ChannelOptions& options, std::unique_ptr<transport::Transport> t)
-      : CoreBase(options, std::move(t)) {}
+  Leader(const ChannelOptions& options, std::unique_ptr<transport::Transport> t,
+         const StoreHooks& store)
+      : CoreBase(options, std::move(t)), store_(store) {}
 
   BatchDesc& desc(Shard& s, uint64_t bn) noexcept { return s.descs[bn % s.descs.size()]; }
   enum class Room : uint8_t { ok, evicted, stalled };
@@ -146,6 +159,26 @@ class Leader final : public CoreBase {
   void fail_callbacks_on_close() noexcept;
   CommitCallbacks callbacks_;
 
+  // Write-ahead log (leader_wal.cc; all no-ops without ChannelOptions::wal_dir).
+  Status open_wal();  // recovers the store, the seqs and the retained window
+  void start_wal();
+  void wal_seal(Shard& s, BatchDesc& d) noexcept;
+  [[nodiscard]] bool wal_sendable(const BatchDesc& d) const noexcept;
+  uint64_t wal_durable_seq(Shard& s) noexcept;
+  void recover_batch(const BatchView& v, std::span<const std::byte> bytes) noexcept;
+  // Where a follower resuming after `resume` continues: the window's batch number, or
+  // nullopt when the window no longer reaches back that far.
+  std::optional<uint64_t> window_resume(const Shard& s, uint64_t resume) const noexcept;
+  // The catch-up thread: streams logged batches to links with wal_catchup set.
+  void catchup_loop() noexcept;
+  bool catchup_link(Shard& s, Link& l) noexcept;
+  std::thread catchup_;
+
+ public:
+  // Tests and tools: the log (null without wal_dir).
+  [[nodiscard]] Wal* wal() const noexcept { return wal_.get(); }
+
+ private:
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<bool> closed_{false};
   uint64_t large_bytes_ = 0;  // largest batch for the large-record buffer
@@ -158,6 +191,8 @@ class Leader final : public CoreBase {
   std::atomic<uint64_t> live_batch_bytes_{0};
   std::atomic<uint64_t> live_flush_ns_{0};
   std::atomic<uint64_t> window_limit_{0};  // usable bytes of each shard's retained window
+  StoreHooks store_;
+  std::unique_ptr<Wal> wal_;
 };
 
 }  // namespace rdmarepl::replication::detail

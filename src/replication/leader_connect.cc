@@ -101,14 +101,22 @@ Status Leader::install(Shard& s, Link& l, std::unique_ptr<transport::Connection>
   if (resume > sealed_last)
     return Error(Errc::protocol_error,
                  fmt::format("follower {} reports shard {} applied through seq {}, but this leader "
-                             "has only sealed up to seq {}: it was fed by another leader "
-                             "incarnation; clear its store before adding it",
-                             peer.to_string(), s.index, resume, sealed_last));
+                             "has only sealed up to seq {}: the follower holds writes this leader "
+                             "does not have (it was fed by another leader incarnation, or this "
+                             "leader restarted and lost the unsynced tail of its write-ahead log: "
+                             "durability={}). Nothing is sent to it, so the replicas do not "
+                             "diverge silently; clear the follower's store and wal_dir and "
+                             "restart it to resync it from this leader, and run the leader with "
+                             "durability=batch to rule this out",
+                             peer.to_string(), s.index, resume, sealed_last,
+                             options_.wal_dir.empty() ? "no log" : to_string(options_.durability)));
   uint64_t bn = s.end_bn;
+  bool from_wal = false;
   if (resume < sealed_last) {
     bn = s.first_bn;
     while (bn < s.end_bn && desc(s, bn).last_seq() <= resume) ++bn;
-    if (bn == s.end_bn || desc(s, bn).first_seq > resume + 1) {
+    from_wal = (bn == s.end_bn || desc(s, bn).first_seq > resume + 1) && wal_;
+    if (!from_wal && (bn == s.end_bn || desc(s, bn).first_seq > resume + 1)) {
       const uint64_t oldest =
           s.first_bn < s.end_bn ? desc(s, s.first_bn).first_seq : sealed_last + 1;
       return Error(
@@ -133,6 +141,8 @@ Status Leader::install(Shard& s, Link& l, std::unique_ptr<transport::Connection>
   l.large_busy = false;
   l.stalled = false;
   l.next_send_bn = bn;
+  l.wal_catchup = from_wal;
+  ++l.generation;  // older than the window: streamed from the log first
   l.acked_seq.store(resume, std::memory_order_release);
   l.up.store(true, std::memory_order_release);
   if (l.ever_connected) ChannelMetrics::add(metrics_.reconnects);

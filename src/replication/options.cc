@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "rdmarepl/replication/batch_format.h"
 #include "rdmarepl/replication/channel_metrics.h"
 #include "rdmarepl/replication/imm.h"
 #include "rdmarepl/replication/ticket.h"
+#include "rdmarepl/wal/format.h"
 
 namespace rdmarepl::replication {
 
@@ -35,6 +38,18 @@ std::string_view to_string(AckMode m) noexcept {
       return "all";
     case AckMode::quorum:
       return "quorum";
+  }
+  return "?";
+}
+
+std::string_view to_string(Durability d) noexcept {
+  switch (d) {
+    case Durability::none:
+      return "none";
+    case Durability::batch:
+      return "batch";
+    case Durability::interval:
+      return "interval";
   }
   return "?";
 }
@@ -83,6 +98,52 @@ Status validate(const ChannelOptions& o) {
         fmt::format("ChannelOptions::max_pending_callbacks = {} is out of range; use "
                     "0..16777216 (0 disables on_commit())",
                     o.max_pending_callbacks));
+  if (!o.wal_dir.empty()) {
+    if (o.durability != Durability::none && o.durability != Durability::batch &&
+        o.durability != Durability::interval)
+      return bad(
+          fmt::format("ChannelOptions::durability = {} is not a known value; use none, "
+                      "batch or interval",
+                      static_cast<unsigned>(o.durability)));
+    if (o.durability == Durability::interval && o.durability_interval.count() <= 0)
+      return bad(
+          fmt::format("ChannelOptions::durability_interval = {} ms must be positive with "
+                      "durability=interval",
+                      o.durability_interval.count()));
+    if (o.wal_segment_bytes < (1u << 20) || o.wal_segment_bytes > (uint64_t{1} << 40))
+      return bad(
+          fmt::format("ChannelOptions::wal_segment_bytes = {} is out of range; use 1 MiB "
+                      "..1 TiB",
+                      o.wal_segment_bytes));
+    // A normal batch is under the batch size (which apply_knobs() may raise to ring_bytes / 4)
+    // plus one record that is not large (at most ring_bytes / 4); a large record travels
+    // alone.
+    const uint64_t largest =
+        std::max<uint64_t>(single_record_batch_size(kMaxKeyBytes, o.max_value_bytes),
+                           std::max<uint64_t>(o.batch_bytes, o.ring_bytes / 4) + o.ring_bytes / 4);
+    if (largest > wal::kMaxFramePayload)
+      return bad(fmt::format(
+          "with wal_dir set a batch must fit one WAL frame ({} bytes) but "
+          "max_value_bytes = {}, batch_bytes = {} and ring_bytes = {} allow "
+          "batches of {} bytes; lower them",
+          wal::kMaxFramePayload, o.max_value_bytes, o.batch_bytes, o.ring_bytes, largest));
+    if (o.wal_segment_bytes < largest + wal::kSegmentHeaderSize + 2 * wal::kFrameHeaderSize)
+      return bad(
+          fmt::format("ChannelOptions::wal_segment_bytes = {} cannot hold the largest "
+                      "batch ({} bytes with max_value_bytes = {}); raise "
+                      "wal_segment_bytes or lower max_value_bytes",
+                      o.wal_segment_bytes, largest, o.max_value_bytes));
+    if (o.checkpoint_every.count() < 0)
+      return bad(
+          fmt::format("ChannelOptions::checkpoint_every = {} s is negative; use 0 to "
+                      "disable the time trigger",
+                      o.checkpoint_every.count()));
+  } else if (o.checkpoint_every_bytes != 0 || o.checkpoint_every.count() != 0) {
+    return bad(
+        "ChannelOptions::checkpoint_every_bytes / checkpoint_every are set but wal_dir is "
+        "empty: checkpoints live in the write-ahead log directory; set wal_dir or clear the "
+        "checkpoint triggers");
+  }
   if (o.role == Role::leader) {
     if (o.peers.size() > kMaxFollowers)
       return bad(fmt::format("{} followers configured; at most {} are supported", o.peers.size(),

@@ -7,7 +7,9 @@
 #include <string>
 
 #include "rdmarepl/core/crc32c.h"
+#include "rdmarepl/core/result.h"
 #include "rdmarepl/replication/record.h"
+#include "rdmarepl/replication/store.h"
 
 namespace rdmarepl::test {
 
@@ -46,6 +48,46 @@ struct MapStore {
       crc = crc32c::extend(crc, v.data(), v.size());
     }
     return (uint64_t{crc} << 32) | m.size();
+  }
+  // Checkpoint hooks (SnapshottableStore): u64 count, then per entry u32 key length,
+  // u32 value length, key, value; in key order.
+  Status snapshot(replication::SnapshotWriter& out) const {
+    std::lock_guard lock(mu);
+    const uint64_t n = data.size();
+    RDMAREPL_TRY(out.write(&n, sizeof n));
+    for (const auto& [k, v] : data) {
+      const uint32_t lens[2] = {static_cast<uint32_t>(k.size()), static_cast<uint32_t>(v.size())};
+      RDMAREPL_TRY(out.write(lens, sizeof lens));
+      RDMAREPL_TRY(out.write(k.data(), k.size()));
+      RDMAREPL_TRY(out.write(v.data(), v.size()));
+    }
+    return ok_status();
+  }
+  Status restore(replication::SnapshotReader& in) {
+    auto read = [&](void* p, size_t n) -> Status {
+      size_t got = 0;
+      while (got < n) {
+        auto r = in.read(static_cast<char*>(p) + got, n - got);
+        if (!r.ok()) return std::move(r).error();
+        if (*r == 0) return Error(Errc::corrupt, "MapStore snapshot is truncated");
+        got += *r;
+      }
+      return ok_status();
+    };
+    std::map<std::string, std::string> m;
+    uint64_t n = 0;
+    RDMAREPL_TRY(read(&n, sizeof n));
+    for (uint64_t i = 0; i < n; ++i) {
+      uint32_t lens[2];
+      RDMAREPL_TRY(read(lens, sizeof lens));
+      std::string k(lens[0], '\0'), v(lens[1], '\0');
+      RDMAREPL_TRY(read(k.data(), k.size()));
+      RDMAREPL_TRY(read(v.data(), v.size()));
+      m.emplace(std::move(k), std::move(v));
+    }
+    std::lock_guard lock(mu);
+    data = std::move(m);
+    return ok_status();
   }
   [[nodiscard]] uint64_t applied_count() const {
     std::lock_guard lock(mu);

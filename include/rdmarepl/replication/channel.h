@@ -48,7 +48,14 @@ class ReplicationChannel {
   // As above over a given transport (e.g. a fault-injecting decorator in tests).
   static Result<std::unique_ptr<ReplicationChannel>> create(
       const ChannelOptions& options, S& store, std::unique_ptr<transport::Transport> transport) {
-    auto core = ChannelCore::create(options, std::move(transport), &store, &apply_thunk);
+    StoreHooks hooks;
+    hooks.store = &store;
+    hooks.apply = &apply_thunk;
+    if constexpr (SnapshottableStore<S>) {
+      hooks.snapshot = &snapshot_thunk;
+      hooks.restore = &restore_thunk;
+    }
+    auto core = ChannelCore::create(options, std::move(transport), hooks);
     if (!core.ok()) return std::move(core).error();
     return std::unique_ptr<ReplicationChannel>(new ReplicationChannel(std::move(core).value()));
   }
@@ -155,6 +162,14 @@ class ReplicationChannel {
   static void run_boxed(void* ctx, Ticket ticket, const Status& status) noexcept {
     std::unique_ptr<F> f(static_cast<F*>(ctx));
     (*f)(ticket, status);
+  }
+  static Status snapshot_thunk(void* store, SnapshotWriter& out) {
+    if constexpr (SnapshottableStore<S>) return static_cast<S*>(store)->snapshot(out);
+    return ok_status();
+  }
+  static Status restore_thunk(void* store, SnapshotReader& in) {
+    if constexpr (SnapshottableStore<S>) return static_cast<S*>(store)->restore(in);
+    return ok_status();
   }
 
   std::unique_ptr<ChannelCore> core_;

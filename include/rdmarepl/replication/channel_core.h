@@ -13,6 +13,7 @@
 #include "rdmarepl/replication/channel_metrics.h"
 #include "rdmarepl/replication/options.h"
 #include "rdmarepl/replication/record.h"
+#include "rdmarepl/replication/store.h"
 #include "rdmarepl/replication/ticket.h"
 #include "rdmarepl/transport/transport.h"
 #include "rdmarepl/tuning/knobs.h"
@@ -21,8 +22,19 @@
 
 namespace rdmarepl::replication {
 
-// Called by a follower for each record, in seq order per shard. `store` is opaque here.
+// Called by a follower for each record, in seq order per shard (and by any channel that
+// recovers from its write-ahead log). `store` is opaque here.
 using ApplyFn = void (*)(void* store, const Record& record);
+// The optional checkpoint hooks of a SnapshottableStore (null when the store has none).
+using SnapshotFn = Status (*)(void* store, SnapshotWriter& out);
+using RestoreFn = Status (*)(void* store, SnapshotReader& in);
+
+struct StoreHooks {
+  void* store = nullptr;
+  ApplyFn apply = nullptr;
+  SnapshotFn snapshot = nullptr;
+  RestoreFn restore = nullptr;
+};
 
 // Called once when a write registered with on_commit() meets the ack mode (`status` ok) or
 // can no longer meet it (`status` holds the error: the channel was closed, or, with
@@ -36,8 +48,8 @@ class ChannelCore {
   // Builds a leader or follower engine. `transport` may be null: then one is chosen from
   // options.transport (see select_transport()). Registers all memory up front.
   static Result<std::unique_ptr<ChannelCore>> create(
-      const ChannelOptions& options, std::unique_ptr<transport::Transport> transport, void* store,
-      ApplyFn apply);
+      const ChannelOptions& options, std::unique_ptr<transport::Transport> transport,
+      const StoreHooks& store);
 
   virtual WriteResult write(Op op, std::string_view key, std::string_view value) noexcept = 0;
   virtual void flush() noexcept = 0;

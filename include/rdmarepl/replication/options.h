@@ -67,6 +67,17 @@ struct TuningOptions {
   tuning::XgboostOptions xgboost;
 };
 
+// When a batch written to the channel's write-ahead log (ChannelOptions::wal_dir) counts as
+// durable:
+//   none      after write(2): the OS page cache holds it (survives a process crash, not a
+//             machine crash)
+//   batch     after an fdatasync that covers it (group commit: one sync covers every batch
+//             written before it started). A leader sends a batch only once it is synced and
+//             a follower acknowledges only synced batches, so no write counts as committed,
+//             under any ack mode, before it is on stable storage
+//   interval  a background thread syncs every `durability_interval`
+enum class Durability : uint8_t { none, batch, interval };
+
 struct ChannelOptions {
   Role role = Role::leader;
   std::string node_id = "rdmarepl";
@@ -116,6 +127,22 @@ struct ChannelOptions {
   std::chrono::milliseconds connect_timeout{2000};
   std::chrono::milliseconds reconnect_interval{100};
 
+  // Durability (docs/replication.md, "Durability"). Empty `wal_dir`: no write-ahead log,
+  // the channel keeps everything in memory. Otherwise every batch is appended to the log in
+  // this directory (created if missing) before it is sent (leader) or applied (follower),
+  // and a channel created over a directory with content recovers from it: newest valid
+  // checkpoint -> Store::restore, then the logged batches after it -> Store::apply.
+  std::string wal_dir;
+  Durability durability = Durability::batch;
+  std::chrono::milliseconds durability_interval{10};  // Durability::interval
+  uint64_t wal_segment_bytes = 64u << 20;
+  // Checkpoints (only for stores that model SnapshottableStore): one is taken in the
+  // background when `checkpoint_every_bytes` of log were written since the last one, or
+  // `checkpoint_every` has passed and something was written; 0 disables that trigger.
+  // The log before the older of the two newest checkpoints is deleted.
+  uint64_t checkpoint_every_bytes = 0;
+  std::chrono::seconds checkpoint_every{0};
+
   // Leader only: a tuner that moves batch_bytes, flush_delay, polling, poll_interval, the
   // worker threads and the usable retained window live.
   TuningOptions tuning;
@@ -124,6 +151,7 @@ struct ChannelOptions {
 std::string_view to_string(Role r) noexcept;
 std::string_view to_string(TransportKind t) noexcept;
 std::string_view to_string(AckMode m) noexcept;
+std::string_view to_string(Durability d) noexcept;
 
 // Checks the options for consistency; the error names the field, its value and the fix.
 Status validate(const ChannelOptions& options);

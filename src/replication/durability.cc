@@ -1,0 +1,346 @@
+#include "durability.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "rdmarepl/core/byte_order.h"
+#include "rdmarepl/core/log.h"
+
+namespace rdmarepl::replication::detail {
+
+namespace {
+
+// Feeds a checkpoint's payload (after the channel's prefix) to Store::restore.
+class CheckpointSource final : public SnapshotReader {
+ public:
+  explicit CheckpointSource(wal::CheckpointReader& in) : in_(in) {}
+  Result<size_t> read(void* data, size_t size) override {
+    return in_.read(std::span<uint8_t>(static_cast<uint8_t*>(data), size));
+  }
+
+ private:
+  wal::CheckpointReader& in_;
+};
+
+// Streams Store::snapshot into a checkpoint file.
+class CheckpointSink final : public SnapshotWriter {
+ public:
+  explicit CheckpointSink(wal::CheckpointWriter& out) : out_(out) {}
+  Status write(const void* data, size_t size) override {
+    return out_.append(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size));
+  }
+
+ private:
+  wal::CheckpointWriter& out_;
+};
+
+Status read_exact(wal::CheckpointReader& in, uint8_t* out, size_t n, const std::string& path) {
+  size_t got = 0;
+  while (got < n) {
+    auto r = in.read(std::span<uint8_t>(out + got, n - got));
+    if (!r) return std::move(r).error();
+    if (*r == 0)
+      return Error(Errc::corrupt, fmt::format("checkpoint {} is shorter than its channel header; "
+                                              "remove it (an older checkpoint or the log is used)",
+                                              path));
+    got += *r;
+  }
+  return ok_status();
+}
+
+// Applies checkpoints and logged batches to the store, tracking the seq of every shard.
+class Recovery final : public wal::RecoveryHandler {
+ public:
+  Recovery(const ChannelOptions& o, const StoreHooks& store, const Wal::BatchFn& on_batch)
+      : o_(o), store_(store), on_batch_(on_batch), seq_(o.shards, 0) {}
+
+  Status restore(wal::CheckpointReader& ck) override {
+    uint8_t fixed[kChannelCheckpointFixed];
+    RDMAREPL_TRY(read_exact(ck, fixed, sizeof fixed, ck.path()));
+    const uint32_t shards = load_be32(fixed + 8);
+    if (load_be32(fixed) != kChannelCheckpointMagic || load_be16(fixed + 4) != 1)
+      return Error(Errc::corrupt, fmt::format("checkpoint {} was not written by a replication "
+                                              "channel of this version; point wal_dir at the "
+                                              "channel's own directory",
+                                              ck.path()));
+    if (shards != o_.shards)
+      return Error(Errc::invalid_argument,
+                   fmt::format("checkpoint {} holds {} shards but ChannelOptions::shards = {}; "
+                               "reopen the log with the shard count it was written with",
+                               ck.path(), shards, o_.shards));
+    std::vector<uint8_t> seqs(8 * size_t{shards});
+    RDMAREPL_TRY(read_exact(ck, seqs.data(), seqs.size(), ck.path()));
+    for (uint32_t i = 0; i < shards; ++i) seq_[i] = load_be64(seqs.data() + 8 * size_t{i});
+    if (store_.restore == nullptr)
+      return Error(Errc::unsupported,
+                   fmt::format("{} holds checkpoint {} but the store does not model "
+                               "SnapshottableStore (snapshot/restore); add the hooks or remove "
+                               "the checkpoint files (the log before them is gone)",
+                               o_.wal_dir, ck.path()));
+    CheckpointSource src(ck);
+    auto st = store_.restore(store_.store, src);
+    if (!st)
+      return Error(st.error().code(), fmt::format("Store::restore from checkpoint {} failed: {}",
+                                                  ck.path(), st.error().message()));
+    return ok_status();
+  }
+
+  Status replay(const wal::Frame& f) override {
+    const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(f.payload.data()),
+                                           f.payload.size());
+    BatchView v;
+    const BatchError err = parse_batch(bytes, v);
+    if (err != BatchError::ok || v.header.shard >= o_.shards)
+      return Error(Errc::corrupt,
+                   fmt::format("WAL segment {} offset {}: the frame checks but its batch does not "
+                               "({}, shard {} of {}); was the log written with other "
+                               "ChannelOptions::shards?",
+                               f.segment, f.offset,
+                               err != BatchError::ok ? describe(err) : "shard out of range",
+                               v.header.shard, o_.shards));
+    uint64_t& seq = seq_[v.header.shard];
+    if (v.header.record_count != 0 && v.header.first_seq > seq + 1)
+      return Error(Errc::corrupt,
+                   fmt::format("WAL segment {} offset {}: shard {} jumps from seq {} to {}; the "
+                               "log is missing batches. Recover this node from a replica (clear "
+                               "its wal_dir and store)",
+                               f.segment, f.offset, v.header.shard, seq, v.header.first_seq));
+    RecordCursor cursor(v);
+    Record rec;
+    while (cursor.next(rec)) {
+      if (rec.seq <= seq) continue;  // already in the checkpoint
+      store_.apply(store_.store, rec);
+      seq = rec.seq;
+    }
+    if (on_batch_) on_batch_(v, bytes.first(std::min(bytes.size(), v.padded_size())));
+    return ok_status();
+  }
+
+  [[nodiscard]] const std::vector<uint64_t>& seqs() const noexcept { return seq_; }
+
+ private:
+  const ChannelOptions& o_;
+  const StoreHooks& store_;
+  const Wal::BatchFn& on_batch_;
+  std::vector<uint64_t> seq_;
+};
+
+wal::Durability writer_durability(Durability d) {
+  // Durability::batch is implemented here (a syncer thread and durable() gating), so the
+  // writer itself never blocks an appender in fdatasync.
+  switch (d) {
+    case Durability::interval:
+      return wal::Durability::interval;
+    case Durability::none:
+    case Durability::batch:
+      break;
+  }
+  return wal::Durability::none;
+}
+
+}  // namespace
+
+Wal::Wal(const ChannelOptions& options, const StoreHooks& store)
+    : options_(options),
+      store_(store),
+      gates_(options.durability == Durability::batch),
+      shard_seq_(options.shards, 0) {}
+
+Result<std::unique_ptr<Wal>> Wal::open(const ChannelOptions& options, const StoreHooks& store,
+                                       const BatchFn& on_batch, Recovered* recovered) {
+  std::unique_ptr<Wal> self(new Wal(options, store));
+  wal::LogOptions lo;
+  lo.writer.segment_size = options.wal_segment_bytes;
+  lo.writer.durability = writer_durability(options.durability);
+  lo.writer.interval = options.durability_interval;
+  // A log written with none/interval may lose an unsynced tail that spans a rotation.
+  lo.repair = options.durability != Durability::batch;
+  Recovery rec(options, store, on_batch);
+  auto log = wal::Log::open(options.wal_dir, lo, rec);
+  if (!log)
+    return Error(log.error().code(),
+                 fmt::format("{} write-ahead log {}: {}", to_string(options.role), options.wal_dir,
+                             log.error().message()));
+  self->log_ = std::move(*log);
+  const auto& info = self->log_->recovery();
+  self->frames_ = info.last_seq;
+  self->shard_seq_ = rec.seqs();
+  self->checkpoint_frame_ = info.had_checkpoint ? info.checkpoint_seq : 0;
+  self->checkpoint_bytes_ = 0;
+  self->checkpoint_time_ = std::chrono::steady_clock::now();
+  if (info.had_checkpoint || info.frames_replayed != 0)
+    log::info(
+        "rdmarepl {}: recovered from {}: checkpoint {} (frame {}), {} batches / {} records "
+        "replayed",
+        to_string(options.role), options.wal_dir, info.had_checkpoint ? "yes" : "none",
+        info.checkpoint_seq, info.frames_replayed, info.records_replayed);
+  if (recovered != nullptr) {
+    recovered->shard_seq = rec.seqs();
+    recovered->info = info;
+  }
+  return self;
+}
+
+void Wal::start(LockAllFn lock_all) {
+  lock_all_ = std::move(lock_all);
+  if (gates_) syncer_ = std::thread([this] { sync_loop(); });
+  const bool triggers = options_.checkpoint_every_bytes != 0 || options_.checkpoint_every.count();
+  if (store_.snapshot != nullptr && triggers)
+    checkpointer_ = std::thread([this] { checkpoint_loop(); });
+}
+
+void Wal::close() noexcept {
+  {
+    std::lock_guard lk(mu_);
+    if (closed_) return;
+    closed_ = true;
+    stop_ = true;
+  }
+  cv_.notify_all();
+  sync_cv_.notify_all();
+  if (syncer_.joinable()) syncer_.join();
+  if (checkpointer_.joinable()) checkpointer_.join();
+  if (log_) {
+    auto st = log_->close();
+    if (!st) log::error("rdmarepl: closing the write-ahead log failed: {}", st.error().to_string());
+  }
+}
+
+uint64_t Wal::append(uint32_t shard, std::span<const std::byte> batch, uint64_t last_seq,
+                     uint32_t record_count) noexcept {
+  uint64_t lsn = kFailed;
+  {
+    std::lock_guard lk(append_mu_);
+    if (failed_) return kFailed;
+    const uint64_t frame = frames_ + 1;
+    auto r = log_->append(batch, frame, frame, record_count);
+    if (!r) {
+      failed_ = true;
+      log::error(
+          "rdmarepl {}: appending to the write-ahead log {} failed: {}; batches are no longer "
+          "sent or acknowledged (writes stall). Fix the disk and restart the node: it recovers "
+          "from the log",
+          to_string(options_.role), options_.wal_dir, r.error().to_string());
+      return kFailed;
+    }
+    frames_ = frame;
+    shard_seq_[shard] = std::max(shard_seq_[shard], last_seq);
+    lsn = *r;
+  }
+  if (gates_) {
+    {
+      std::lock_guard lk(mu_);
+      pending_ = true;
+    }
+    sync_cv_.notify_one();
+  }
+  return lsn;
+}
+
+void Wal::sync_loop() noexcept {
+  std::unique_lock lk(mu_);
+  for (;;) {
+    sync_cv_.wait(lk, [this] { return stop_ || (pending_ && !hold_); });
+    if (stop_) return;
+    pending_ = false;
+    lk.unlock();
+    // One fdatasync covers every batch written so far (group commit); appends made while it
+    // runs set pending_ again and are covered by the next round.
+    auto st = log_->writer().sync();
+    if (!st)
+      log::error("rdmarepl {}: syncing the write-ahead log {} failed: {}", to_string(options_.role),
+                 options_.wal_dir, st.error().to_string());
+    lk.lock();
+    if (!st) return;  // the writer's failure is sticky: nothing becomes durable any more
+  }
+}
+
+void Wal::hold_syncs(bool hold) noexcept {
+  {
+    std::lock_guard lk(mu_);
+    hold_ = hold;
+  }
+  sync_cv_.notify_all();
+}
+
+void Wal::checkpoint_loop() noexcept {
+  const auto tick = std::chrono::milliseconds(50);
+  std::unique_lock lk(mu_);
+  while (!stop_) {
+    cv_.wait_for(lk, tick, [this] { return stop_; });
+    if (stop_) return;
+    lk.unlock();
+    bool due = false;
+    {
+      std::lock_guard ck(checkpoint_mu_);
+      const uint64_t bytes = log_->writer().stats().bytes - checkpoint_bytes_;
+      const auto age = std::chrono::steady_clock::now() - checkpoint_time_;
+      due = (options_.checkpoint_every_bytes != 0 && bytes >= options_.checkpoint_every_bytes) ||
+            (options_.checkpoint_every.count() != 0 && bytes != 0 &&
+             age >= options_.checkpoint_every);
+    }
+    if (due) {
+      auto st = checkpoint();
+      if (!st)
+        log::error("rdmarepl {}: checkpoint in {} failed: {} (retrying at the next trigger)",
+                   to_string(options_.role), options_.wal_dir, st.error().to_string());
+    }
+    lk.lock();
+  }
+}
+
+Status Wal::checkpoint() {
+  if (store_.snapshot == nullptr)
+    return Error(Errc::unsupported,
+                 "checkpoints need a store that models SnapshottableStore (snapshot/restore)");
+  std::lock_guard ck(checkpoint_mu_);
+  uint64_t frame = 0;
+  uint64_t bytes = 0;
+  std::vector<uint64_t> seqs;
+  // The cut: with every shard locked no batch is between its append and its apply, so the
+  // store holds at least every record of frames <= `frame` (a follower appends then applies
+  // under the shard lock; a leader's store applies a write before replicate()).
+  auto cut = [&] {
+    std::lock_guard lk(append_mu_);
+    frame = frames_;
+    seqs = shard_seq_;
+  };
+  if (lock_all_)
+    lock_all_(cut);
+  else
+    cut();
+  bytes = log_->writer().stats().bytes;
+  if (frame == 0 || frame == checkpoint_frame_) {
+    checkpoint_bytes_ = bytes;
+    checkpoint_time_ = std::chrono::steady_clock::now();
+    return ok_status();
+  }
+  auto w = log_->begin_checkpoint(frame);
+  if (!w) return std::move(w).error();
+  std::vector<uint8_t> head(kChannelCheckpointFixed + 8 * seqs.size());
+  store_be32(head.data(), kChannelCheckpointMagic);
+  store_be16(head.data() + 4, 1);
+  store_be16(head.data() + 6, 0);
+  store_be32(head.data() + 8, static_cast<uint32_t>(seqs.size()));
+  store_be32(head.data() + 12, 0);
+  for (size_t i = 0; i < seqs.size(); ++i)
+    store_be64(head.data() + kChannelCheckpointFixed + 8 * i, seqs[i]);
+  RDMAREPL_TRY(w->append(head));
+  CheckpointSink sink(*w);
+  auto st = store_.snapshot(store_.store, sink);
+  if (!st)
+    return Error(st.error().code(),
+                 fmt::format("Store::snapshot failed: {}", st.error().message()));
+  RDMAREPL_TRY(log_->commit_checkpoint(*w));
+  checkpoint_frame_ = frame;
+  checkpoint_bytes_ = bytes;
+  checkpoint_time_ = std::chrono::steady_clock::now();
+  checkpoints_.fetch_add(1, std::memory_order_relaxed);
+  log::info("rdmarepl {}: checkpoint of frame {} written to {}", to_string(options_.role), frame,
+            options_.wal_dir);
+  return ok_status();
+}
+
+}  // namespace rdmarepl::replication::detail

@@ -1,0 +1,125 @@
+// The replication channel's write-ahead log: one wal::Log per channel (ChannelOptions::
+// wal_dir) shared by its shards, the recovery of a store from it, the group-commit syncer
+// (Durability::batch) and the background checkpointer. The leader and the follower engines
+// call append() with the bytes of each batch exactly as they travel on the wire.
+//
+// Frames: every batch is one WAL frame whose first_seq = last_seq is the channel's frame
+// number (1, 2, ... in append order, across shards) and whose record_count is the batch's.
+// Per-shard seqs are inside the batch. A checkpoint's seq is the frame number it covers.
+// See docs/wal_format.md ("Replication channel logs").
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "rdmarepl/core/result.h"
+#include "rdmarepl/replication/batch_format.h"
+#include "rdmarepl/replication/channel_core.h"
+#include "rdmarepl/replication/options.h"
+#include "rdmarepl/wal/log.h"
+
+namespace rdmarepl::replication::detail {
+
+// Checkpoint payload prefix written by the channel before the store's snapshot bytes:
+//   magic u32 ("RCHS") | version u16 (1) | reserved u16 (0) | shard_count u32 |
+//   reserved u32 (0) | shard_count x last seq u64
+inline constexpr uint32_t kChannelCheckpointMagic = 0x52434853u;
+inline constexpr size_t kChannelCheckpointFixed = 16;
+
+class Wal {
+ public:
+  // The lsn append() returns when the log refused the batch (I/O failure): never durable.
+  static constexpr uint64_t kFailed = std::numeric_limits<uint64_t>::max();
+
+  // Called for each replayed batch after its new records were applied to the store.
+  using BatchFn = std::function<void(const BatchView& batch, std::span<const std::byte> bytes)>;
+  // Runs `fn` with every shard of the engine locked: nothing is between append and apply.
+  using LockAllFn = std::function<void(const std::function<void()>& fn)>;
+
+  struct Recovered {
+    std::vector<uint64_t> shard_seq;  // highest seq recovered per shard (0: none)
+    wal::RecoveryInfo info;
+  };
+
+  // Opens options.wal_dir and recovers the store from it (checkpoint, then frames).
+  static Result<std::unique_ptr<Wal>> open(const ChannelOptions& options, const StoreHooks& store,
+                                           const BatchFn& on_batch, Recovered* recovered);
+  Wal(const Wal&) = delete;
+  Wal& operator=(const Wal&) = delete;
+  ~Wal() { close(); }
+
+  // Starts the syncer (Durability::batch) and the checkpointer (when the store has the
+  // hooks and a trigger is set).
+  void start(LockAllFn lock_all);
+  // Stops the threads and closes the log (syncing what was written). Idempotent.
+  void close() noexcept;
+
+  // Data path: appends one sealed batch (write(2), no sync on this thread). Returns its lsn,
+  // or kFailed (logged once) when the log failed: such a batch must never be sent or acked.
+  uint64_t append(uint32_t shard, std::span<const std::byte> batch, uint64_t last_seq,
+                  uint32_t record_count) noexcept;
+
+  // True when the batch of `lsn` may be sent (leader) or acknowledged (follower): with
+  // Durability::batch once an fdatasync covers it, otherwise once it was written.
+  [[nodiscard]] bool durable(uint64_t lsn) const noexcept {
+    if (lsn == kFailed) return false;
+    return !gates_ || lsn <= log_->writer().durable_lsn();
+  }
+  [[nodiscard]] bool gates() const noexcept { return gates_; }
+
+  // Takes a checkpoint now (the checkpointer does this when a trigger fires). Errc::
+  // unsupported when the store has no snapshot hook.
+  Status checkpoint();
+  [[nodiscard]] uint64_t checkpoints() const noexcept {
+    return checkpoints_.load(std::memory_order_relaxed);
+  }
+  // Tests: while held, the syncer starts no fdatasync (Durability::batch), so nothing new
+  // becomes durable; release to resume.
+  void hold_syncs(bool hold) noexcept;
+
+  [[nodiscard]] wal::WriterStats stats() const noexcept { return log_->writer().stats(); }
+  [[nodiscard]] const std::string& dir() const noexcept { return log_->dir(); }
+
+ private:
+  Wal(const ChannelOptions& options, const StoreHooks& store);
+  void sync_loop() noexcept;
+  void checkpoint_loop() noexcept;
+
+  const ChannelOptions options_;
+  const StoreHooks store_;
+  const bool gates_;
+  std::unique_ptr<wal::Log> log_;
+  LockAllFn lock_all_;
+
+  std::mutex append_mu_;             // frame numbers in append order; taken under the shard locks
+  uint64_t frames_ = 0;              // last frame number appended
+  std::vector<uint64_t> shard_seq_;  // last seq appended per shard
+  bool failed_ = false;
+
+  std::mutex mu_;                    // threads
+  std::condition_variable cv_;       // checkpointer: stop
+  std::condition_variable sync_cv_;  // syncer: pending_, hold_, stop
+  bool pending_ = false;             // written but not yet synced (syncer)
+  bool stop_ = false;
+  bool closed_ = false;
+  bool hold_ = false;
+  std::thread syncer_;
+  std::thread checkpointer_;
+
+  std::mutex checkpoint_mu_;
+  uint64_t checkpoint_frame_ = 0;  // frame number the newest checkpoint covers
+  uint64_t checkpoint_bytes_ = 0;  // writer bytes when it was taken
+  std::chrono::steady_clock::time_point checkpoint_time_;
+  std::atomic<uint64_t> checkpoints_{0};
+};
+
+}  // namespace rdmarepl::replication::detail

@@ -1,0 +1,67 @@
+// Follower and the write-ahead log: recovery at create() (store and applied seqs), logging
+// each verified batch before it is applied, and acknowledging only what the log has synced
+// (Durability::batch). See docs/replication.md, "Durability".
+#include <thread>
+
+#include "follower.h"
+
+namespace rdmarepl::replication::detail {
+
+Status Follower::open_wal() {
+  if (options_.wal_dir.empty()) return ok_status();
+  Wal::Recovered rec;
+  auto w = Wal::open(options_, hooks_, nullptr, &rec);
+  if (!w) return std::move(w).error();
+  wal_ = std::move(*w);
+  for (auto& sp : shards_) {
+    Shard& s = *sp;
+    const uint64_t seq = rec.shard_seq[s.index];
+    s.applied.store(seq, std::memory_order_release);
+    s.acked.store(seq, std::memory_order_release);
+    s.durable_seq = seq;
+    if (wal_->gates()) s.pending.resize(size_t{options_.queue_depth} + 8);
+  }
+  return ok_status();
+}
+
+void Follower::start_wal() {
+  if (!wal_) return;
+  wal_->start([this](const std::function<void()>& fn) {
+    std::vector<std::unique_lock<std::mutex>> locks;
+    locks.reserve(shards_.size());
+    for (auto& sp : shards_) locks.emplace_back(sp->mu);
+    fn();
+  });
+}
+
+bool Follower::wal_append(Shard& s, const BatchView& v, std::span<const std::byte> bytes) noexcept {
+  if (!wal_) return true;
+  const uint64_t last = v.header.first_seq + v.header.record_count - 1;
+  const uint64_t lsn = wal_->append(s.index, bytes, last, v.header.record_count);
+  if (lsn == Wal::kFailed) return false;
+  if (!wal_->gates()) return true;
+  // The leader keeps fewer than queue_depth batches unacknowledged, so the queue has room;
+  // should it not, wait for the syncer rather than lose track of a batch.
+  while (s.pending_count == s.pending.size()) {
+    (void)wal_ack_seq(s);
+    if (s.pending_count == s.pending.size()) std::this_thread::yield();
+  }
+  s.pending[(s.pending_head + s.pending_count) % s.pending.size()] = {lsn, last};
+  ++s.pending_count;
+  return true;
+}
+
+uint64_t Follower::wal_ack_seq(Shard& s) noexcept {
+  if (!wal_ || !wal_->gates()) return s.applied.load(std::memory_order_relaxed);
+  while (s.pending_count != 0 && wal_->durable(s.pending[s.pending_head].lsn)) {
+    s.durable_seq = s.pending[s.pending_head].last_seq;
+    s.pending_head = (s.pending_head + 1) % s.pending.size();
+    --s.pending_count;
+  }
+  // Nothing waiting for a sync: every applied batch is in the synced log (batches that
+  // were wholly duplicates are not logged again).
+  if (s.pending_count == 0) s.durable_seq = s.applied.load(std::memory_order_relaxed);
+  return s.durable_seq;
+}
+
+}  // namespace rdmarepl::replication::detail

@@ -1,0 +1,448 @@
+// The replication channel with a write-ahead log (ChannelOptions::wal_dir) over the
+// in-process loopback transport: recovery of a leader and of a follower from their logs,
+// catch-up of a follower from a recovered leader's window, the durability gate
+// (Durability::batch: nothing is sent, committed or acknowledged before its sync) and
+// background checkpoints.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "durability.h"
+#include "follower.h"
+#include "leader.h"
+#include "loopback_transport.h"
+#include "rdmarepl/core/clock.h"
+#include "rdmarepl/rdmarepl.h"
+#include "rdmarepl/wal/checkpoint.h"
+#include "rdmarepl/wal/layout.h"
+#include "test_store.h"
+
+using namespace rdmarepl;
+using namespace std::chrono_literals;
+using test::LoopbackFabric;
+using test::LoopbackTransport;
+using test::MapStore;
+
+namespace {
+
+using Channel = ReplicationChannel<MapStore>;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "rdmarepl-dur-XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+ChannelOptions base_options() {
+  ChannelOptions o;
+  o.shards = 3;
+  o.ring_bytes = 256 * 1024;
+  o.batch_bytes = 16 * 1024;
+  o.max_value_bytes = 64 * 1024;
+  o.retain_bytes = 8 << 20;
+  o.queue_depth = 32;
+  o.polling = PollingMode::sleep;
+  o.poll_interval = 50us;
+  o.reconnect_interval = 20ms;
+  o.flush_delay = 100us;
+  o.durability = replication::Durability::batch;
+  o.wal_segment_bytes = 1 << 20;
+  return o;
+}
+
+ChannelOptions follower_options(ChannelOptions o, uint16_t port, const std::string& wal) {
+  o.role = Role::follower;
+  o.listen = {"loopback", port};
+  o.node_id = "follower";
+  o.wal_dir = wal;
+  return o;
+}
+
+ChannelOptions leader_options(ChannelOptions o, std::vector<uint16_t> ports,
+                              const std::string& wal) {
+  o.role = Role::leader;
+  o.node_id = "leader";
+  o.wal_dir = wal;
+  for (auto p : ports) o.peers.push_back({"loopback", p});
+  return o;
+}
+
+std::unique_ptr<Channel> make(const ChannelOptions& o, MapStore& store,
+                              const std::shared_ptr<LoopbackFabric>& fabric) {
+  auto ch = Channel::create(o, store, std::make_unique<LoopbackTransport>(fabric));
+  INFO((ch.ok() ? std::string() : ch.error().message()));
+  REQUIRE(ch.ok());
+  return std::move(ch).value();
+}
+
+// Writes `n` records (put, every fifth an erase) to the leader and to `expected`, the store
+// as the application sees it (applied before replicate(), as docs/replication.md asks).
+// Returns the last ticket of each shard.
+std::vector<Ticket> write_records(Channel& leader, MapStore& expected, int n, uint64_t seed,
+                                  size_t value_bytes = 100) {
+  std::mt19937_64 rng(seed);
+  std::vector<Ticket> last(leader.options().shards);
+  for (int i = 0; i < n; ++i) {
+    const std::string key = "k" + std::to_string(rng() % 700);
+    WriteResult w;
+    if (rng() % 5 == 0) {
+      expected.erase(key);
+      w = leader.erase(key);
+    } else {
+      std::string value(value_bytes, static_cast<char>('a' + rng() % 26));
+      value += std::to_string(i);
+      expected.put(key, value);
+      w = leader.replicate(key, value);
+    }
+    REQUIRE(w.ok());
+    last[w.ticket.shard] = w.ticket;
+  }
+  return last;
+}
+
+void wait_committed(Channel& leader, const std::vector<Ticket>& tickets,
+                    Channel* follower = nullptr) {
+  for (auto t : tickets) {
+    if (t.seq == 0) continue;
+    auto st = leader.wait(t, 30s);
+    INFO((st.ok() ? std::string() : st.error().message()));
+    std::string diag;
+    if (follower != nullptr && !st.ok())
+      diag = "follower applied " + std::to_string(follower->applied_seq(t.shard)) + " batches " +
+             std::to_string(follower->metrics().batches_applied) + "; leader sent " +
+             std::to_string(leader.metrics().batches_sent) + " sealed " +
+             std::to_string(leader.metrics().batches_sealed);
+    INFO(diag);
+    REQUIRE(st.ok());
+  }
+}
+
+size_t count_files(const std::string& dir, std::string_view prefix) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename().string().starts_with(prefix)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("durability options are validated with messages that name the fix", "[durability]") {
+  auto o = base_options();
+  o.wal_dir = "/tmp/x";
+  o.role = Role::follower;
+  CHECK(replication::validate(o).ok());
+  o.durability = replication::Durability::interval;
+  o.durability_interval = 0ms;
+  auto st = replication::validate(o);
+  REQUIRE_FALSE(st.ok());
+  CHECK_THAT(st.error().message(), Catch::Contains("durability_interval"));
+  o.durability_interval = 5ms;
+  o.wal_segment_bytes = 4096;
+  st = replication::validate(o);
+  REQUIRE_FALSE(st.ok());
+  CHECK_THAT(st.error().message(), Catch::Contains("wal_segment_bytes"));
+  o.wal_segment_bytes = 1 << 20;
+  o.max_value_bytes = 16 << 20;  // a 16 MiB record does not fit a 1 MiB segment
+  st = replication::validate(o);
+  REQUIRE_FALSE(st.ok());
+  CHECK_THAT(st.error().message(), Catch::Contains("raise wal_segment_bytes"));
+  o = base_options();
+  o.role = Role::follower;
+  o.checkpoint_every_bytes = 1 << 20;  // without wal_dir
+  st = replication::validate(o);
+  REQUIRE_FALSE(st.ok());
+  CHECK_THAT(st.error().message(), Catch::Contains("set wal_dir"));
+}
+
+TEST_CASE("a follower recovers its store and applied seqs from its log and resumes",
+          "[durability][concurrency]") {
+  TempDir fdir;
+  auto fabric = std::make_shared<LoopbackFabric>();
+  const auto o = base_options();
+  const auto fo = follower_options(o, 31000, fdir.path());
+  MapStore expected;
+  auto fstore = std::make_unique<MapStore>();
+  auto follower = make(fo, *fstore, fabric);
+  auto leader = make(leader_options(o, {31000}, ""), expected, fabric);
+  wait_committed(*leader, write_records(*leader, expected, 3000, 1));
+  REQUIRE(leader->wait_all_acked(30s).ok());
+  REQUIRE(fstore->digest() == expected.digest());
+  std::vector<uint64_t> seqs;
+  for (uint32_t s = 0; s < o.shards; ++s) seqs.push_back(follower->applied_seq(s));
+
+  follower.reset();  // stops like a process exit: the log is closed, nothing else kept
+  fstore = std::make_unique<MapStore>();
+  follower = make(fo, *fstore, fabric);
+  // Recovery happened in create(), before any connection: the log alone rebuilt the store.
+  CHECK(fstore->digest() == expected.digest());
+  for (uint32_t s = 0; s < o.shards; ++s) CHECK(follower->applied_seq(s) == seqs[s]);
+
+  // It reports those seqs in the handshake; the leader sends only what is new.
+  const uint64_t applied_before = fstore->applied_count();
+  wait_committed(*leader, write_records(*leader, expected, 500, 2), follower.get());
+  REQUIRE(leader->wait_all_acked(30s).ok());
+  CHECK(fstore->digest() == expected.digest());
+  CHECK(fstore->applied_count() - applied_before == 500);
+}
+
+TEST_CASE("a leader recovers store, seqs and window from its log; a new follower catches up",
+          "[durability][concurrency]") {
+  TempDir ldir, fdir;
+  auto fabric = std::make_shared<LoopbackFabric>();
+  auto o = base_options();
+  o.ack_mode = AckMode::none;  // the follower is not running yet
+  const auto lo = leader_options(o, {31100}, ldir.path());
+  MapStore expected;
+  std::vector<uint64_t> seqs;
+  {
+    MapStore lstore;
+    auto leader = make(lo, lstore, fabric);
+    // ack_mode none with durability batch: committed means synced.
+    wait_committed(*leader, write_records(*leader, expected, 2000, 3));
+    for (uint32_t s = 0; s < o.shards; ++s) seqs.push_back(leader->last_seq(s));
+  }
+  MapStore lstore;
+  auto leader = make(lo, lstore, fabric);
+  CHECK(lstore.digest() == expected.digest());  // replayed through Store::apply
+  for (uint32_t s = 0; s < o.shards; ++s) CHECK(leader->last_seq(s) == seqs[s]);
+
+  MapStore fstore;
+  auto follower = make(follower_options(o, 31100, fdir.path()), fstore, fabric);
+  REQUIRE(leader->wait_all_acked(30s).ok());  // everything came from the recovered window
+  CHECK(fstore.digest() == expected.digest());
+
+  // Numbering resumes after the last logged seq.
+  auto w = leader->replicate("after-restart", "v");
+  REQUIRE(w.ok());
+  expected.put("after-restart", "v");
+  CHECK(w.ticket.seq == seqs[w.ticket.shard] + 1);
+  REQUIRE(leader->wait_all_acked(30s).ok());
+  CHECK(fstore.digest() == expected.digest());
+}
+
+TEST_CASE("a follower ahead of a restarted leader is refused, not silently diverged",
+          "[durability][concurrency]") {
+  TempDir ldir1, ldir2, fdir;
+  auto fabric = std::make_shared<LoopbackFabric>();
+  auto o = base_options();
+  MapStore expected;
+  MapStore fstore;
+  auto follower = make(follower_options(o, 31200, fdir.path()), fstore, fabric);
+  {
+    MapStore lstore;
+    auto leader = make(leader_options(o, {31200}, ldir1.path()), lstore, fabric);
+    wait_committed(*leader, write_records(*leader, expected, 300, 4));
+  }
+  // A leader whose log lost its tail: here, an empty log.
+  MapStore lstore;
+  auto leader = make(leader_options(o, {31200}, ldir2.path()), lstore, fabric);
+  auto w = leader->replicate("k", "v");
+  REQUIRE(w.ok());
+  auto st = leader->wait(w.ticket, 300ms);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().is(Errc::timeout));
+  // Nothing of the new leader reached the follower.
+  CHECK(fstore.digest() == expected.digest());
+}
+
+TEST_CASE("durability=batch: a batch is neither sent nor committed before its sync",
+          "[durability][concurrency]") {
+  TempDir ldir, fdir;
+  auto fabric = std::make_shared<LoopbackFabric>();
+  auto o = base_options();
+  o.shards = 1;
+  MapStore fstore, lstore;
+  auto fcore = replication::ChannelCore::create(
+      follower_options(o, 31300, fdir.path()), std::make_unique<LoopbackTransport>(fabric),
+      {&fstore, [](void* s, const Record& r) { static_cast<MapStore*>(s)->apply(r); }, nullptr,
+       nullptr});
+  REQUIRE(fcore.ok());
+  auto lcore = replication::ChannelCore::create(
+      leader_options(o, {31300}, ldir.path()), std::make_unique<LoopbackTransport>(fabric),
+      {&lstore, [](void* s, const Record& r) { static_cast<MapStore*>(s)->apply(r); }, nullptr,
+       nullptr});
+  REQUIRE(lcore.ok());
+  auto* leader = dynamic_cast<replication::detail::Leader*>(lcore->get());
+  auto* follower = dynamic_cast<replication::detail::Follower*>(fcore->get());
+  REQUIRE(leader != nullptr);
+  REQUIRE(follower != nullptr);
+  REQUIRE(leader->wal() != nullptr);
+  REQUIRE(leader->wal()->gates());
+
+  SECTION("the leader sends only synced batches") {
+    leader->wal()->hold_syncs(true);
+    auto w = leader->write(Op::put, "k1", "v1");
+    REQUIRE(w.ok());
+    leader->flush();
+    for (int i = 0; i < 200; ++i) {
+      (void)leader->progress();
+      std::this_thread::sleep_for(1ms);
+    }
+    CHECK_FALSE(leader->committed(w.ticket));
+    CHECK(follower->applied_seq(0) == 0);  // not sent: the leader could still lose it
+    leader->wal()->hold_syncs(false);
+    REQUIRE(leader->wait(w.ticket, 30s).ok());
+    CHECK(follower->applied_seq(0) == 1);
+  }
+  SECTION("the follower acknowledges only synced batches") {
+    follower->wal()->hold_syncs(true);
+    auto w = leader->write(Op::put, "k2", "v2");
+    REQUIRE(w.ok());
+    leader->flush();
+    const Deadline deadline = Deadline::after(30s);
+    while (follower->applied_seq(0) < 1 && !deadline.expired()) std::this_thread::sleep_for(1ms);
+    REQUIRE(follower->applied_seq(0) == 1);  // applied, but not yet on its disk
+    for (int i = 0; i < 200; ++i) {
+      (void)leader->progress();
+      std::this_thread::sleep_for(1ms);
+    }
+    CHECK_FALSE(leader->committed(w.ticket));
+    follower->wal()->hold_syncs(false);
+    REQUIRE(leader->wait(w.ticket, 30s).ok());
+  }
+  SECTION("the caller's thread never syncs: the sync is the syncer's") {
+    leader->wal()->hold_syncs(true);
+    auto w = leader->write(Op::put, "k3", "v3");
+    REQUIRE(w.ok());
+    leader->flush();
+    (void)leader->progress();
+    CHECK(leader->wal()->stats().syncs == 0);
+    CHECK_FALSE(leader->committed(w.ticket));
+    leader->wal()->hold_syncs(false);
+    REQUIRE(leader->wait(w.ticket, 30s).ok());
+    CHECK(leader->wal()->stats().syncs >= 1);
+  }
+  (*lcore)->close();
+  (*fcore)->close();
+}
+
+TEST_CASE("durability=batch with ack_mode none: committed means synced", "[durability]") {
+  TempDir ldir;
+  auto fabric = std::make_shared<LoopbackFabric>();
+  auto o = base_options();
+  o.ack_mode = AckMode::none;
+  o.polling = PollingMode::manual;
+  MapStore lstore;
+  auto lcore = replication::ChannelCore::create(
+      leader_options(o, {}, ldir.path()), std::make_unique<LoopbackTransport>(fabric),
+      {&lstore, [](void* s, const Record& r) { static_cast<MapStore*>(s)->apply(r); }, nullptr,
+       nullptr});
+  REQUIRE(lcore.ok());
+  auto* leader = dynamic_cast<replication::detail::Leader*>(lcore->get());
+  REQUIRE(leader != nullptr);
+  leader->wal()->hold_syncs(true);
+  auto w = leader->write(Op::put, "k", "v");
+  REQUIRE(w.ok());
+  leader->flush();
+  for (int i = 0; i < 20; ++i) (void)leader->progress();
+  CHECK_FALSE(leader->committed(w.ticket));
+  leader->wal()->hold_syncs(false);
+  REQUIRE(leader->wait(w.ticket, 30s).ok());
+  CHECK(leader->wal()->stats().syncs >= 1);
+}
+
+TEST_CASE("checkpoints are taken in the background, shorten the log and are recovered from",
+          "[durability][concurrency]") {
+  TempDir ldir, fdir;
+  auto fabric = std::make_shared<LoopbackFabric>();
+  auto o = base_options();
+  o.checkpoint_every_bytes = 256 * 1024;
+  const auto fo = follower_options(o, 31400, fdir.path());
+  const auto lo = leader_options(o, {31400}, ldir.path());
+  MapStore expected;
+  auto fstore = std::make_unique<MapStore>();
+  auto follower = make(fo, *fstore, fabric);
+  std::vector<uint64_t> seqs;
+  {
+    // The application applies each write to this store before replicate(): the leader's
+    // checkpoints snapshot it.
+    auto leader = make(lo, expected, fabric);
+    // About 6 MiB of log: several 1 MiB segments, many checkpoint triggers.
+    for (int round = 0; round < 6; ++round) {
+      wait_committed(*leader, write_records(*leader, expected, 4000, 10 + round, 200));
+      // Give the background checkpointer (50 ms tick) a chance between rounds.
+      const Deadline d = Deadline::after(5s);
+      while (wal::list_checkpoints(ldir.path())->empty() && !d.expired())
+        std::this_thread::sleep_for(5ms);
+    }
+    REQUIRE(leader->wait_all_acked(30s).ok());
+    for (uint32_t s = 0; s < o.shards; ++s) seqs.push_back(leader->last_seq(s));
+    const Deadline d = Deadline::after(10s);
+    while ((count_files(ldir.path(), "wal-00000000000000000001") != 0 ||
+            count_files(fdir.path(), "wal-00000000000000000001") != 0) &&
+           !d.expired())
+      std::this_thread::sleep_for(10ms);
+  }
+  CHECK(fstore->digest() == expected.digest());
+  for (const auto* dir : {&ldir, &fdir}) {
+    INFO("log " << dir->path());
+    CHECK_FALSE(wal::list_checkpoints(dir->path())->empty());
+    // The first segment was covered by a checkpoint and deleted.
+    CHECK(count_files(dir->path(), "wal-00000000000000000001") == 0);
+  }
+  follower.reset();
+
+  MapStore lstore;
+  auto leader = make(lo, lstore, fabric);
+  CHECK(lstore.digest() == expected.digest());
+  for (uint32_t s = 0; s < o.shards; ++s) CHECK(leader->last_seq(s) == seqs[s]);
+  fstore = std::make_unique<MapStore>();
+  follower = make(fo, *fstore, fabric);
+  CHECK(fstore->digest() == expected.digest());
+  for (uint32_t s = 0; s < o.shards; ++s) CHECK(follower->applied_seq(s) == seqs[s]);
+  auto tickets = write_records(*leader, expected, 200, 99);
+  wait_committed(*leader, tickets, follower.get());
+  REQUIRE(leader->wait_all_acked(30s).ok());
+  CHECK(fstore->digest() == expected.digest());
+}
+
+TEST_CASE(
+    "a follower behind the retained window is caught up from the leader's log while "
+    "writes continue",
+    "[durability][concurrency]") {
+  TempDir ldir;
+  auto fabric = std::make_shared<LoopbackFabric>();
+  auto o = base_options();
+  o.retain_bytes = 512 * 1024;  // a small window: the follower falls out of it
+  o.ack_mode = AckMode::one;
+  const auto lo = leader_options(o, {31500, 31501}, ldir.path());
+  MapStore expected;
+  MapStore lstore;
+  MapStore f1store;
+  auto f1 = make(follower_options(o, 31500, ""), f1store, fabric);
+  auto f2store = std::make_unique<MapStore>();
+  auto f2 = make(follower_options(o, 31501, ""), *f2store, fabric);
+  auto leader = make(lo, lstore, fabric);
+  wait_committed(*leader, write_records(*leader, expected, 500, 20));
+  REQUIRE(leader->wait_all_acked(30s).ok());
+
+  f2.reset();  // away while about 3 MiB are written: far more than the window
+  wait_committed(*leader, write_records(*leader, expected, 12000, 21, 200));
+  const uint64_t resent_before = leader->metrics().batches_resent;
+
+  // Back with an empty store: it needs everything from seq 1, which only the log has.
+  f2store = std::make_unique<MapStore>();
+  f2 = make(follower_options(o, 31501, ""), *f2store, fabric);
+  wait_committed(*leader, write_records(*leader, expected, 3000, 22, 200));  // meanwhile
+  auto st = leader->wait_all_acked(60s);
+  INFO((st.ok() ? std::string() : st.error().message()));
+  REQUIRE(st.ok());
+  CHECK(f2store->digest() == expected.digest());
+  CHECK(f1store.digest() == expected.digest());
+  CHECK(leader->metrics().batches_resent > resent_before);
+}
