@@ -102,3 +102,21 @@ TEST_CASE("without RDMA, probe and open explain what was looked for", "[verbs][u
 }
 
 }  // namespace rdmarepl::transport::verbs
+
+namespace rdmarepl::transport::verbs {
+
+TEST_CASE("async events have their verbs names and fatal QP events are told apart",
+          "[verbs][unit]") {
+  CHECK(std::string(async_event_name(IBV_EVENT_PORT_ERR)) == "IBV_EVENT_PORT_ERR");
+  CHECK(std::string(async_event_name(IBV_EVENT_QP_FATAL)) == "IBV_EVENT_QP_FATAL");
+  CHECK(std::string(async_event_name(IBV_EVENT_WQ_FATAL)) == "IBV_EVENT_WQ_FATAL");
+  CHECK(std::string(async_event_name(static_cast<ibv_event_type>(999))) == "IBV_EVENT_(unknown)");
+  CHECK(is_fatal_qp_event(IBV_EVENT_QP_FATAL));
+  CHECK(is_fatal_qp_event(IBV_EVENT_QP_REQ_ERR));
+  CHECK(is_fatal_qp_event(IBV_EVENT_QP_ACCESS_ERR));
+  CHECK_FALSE(is_fatal_qp_event(IBV_EVENT_COMM_EST));
+  CHECK_FALSE(is_fatal_qp_event(IBV_EVENT_PORT_ERR));
+  CHECK_FALSE(is_fatal_qp_event(IBV_EVENT_SQ_DRAINED));
+}
+
+}  // namespace rdmarepl::transport::verbs
