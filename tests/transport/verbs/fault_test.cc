@@ -179,6 +179,9 @@ TEST_CASE("a port error event fails the connections made before it, not later on
   CHECK_THAT(before.server->error().message(), Catch::Contains("IBV_EVENT_PORT_ERR"));
   ev.event_type = IBV_EVENT_PORT_ACTIVE;  // logged only
   deliver(*t, ev);
+  ev.event_type = IBV_EVENT_SM_CHANGE;  // neither: logged at debug level
+  deliver(*t, ev);
+  CHECK(t->async_events().port_errors() == 1);
   // A connection made after the error works: the link (here never really down) is back.
   std::vector<uint8_t> ring(4096);
   auto mr =
@@ -195,6 +198,18 @@ TEST_CASE("a port error event fails the connections made before it, not later on
   REQUIRE(got.size() == 1);
   CHECK(got[0].status == WcStatus::success);
   CHECK(after.client->healthy());
+}
+
+TEST_CASE("a fatal device event fails every connection of the transport", "[fault]") {
+  auto t = make_transport();
+  auto p = connect(*t, *t);
+  ibv_async_event ev{};
+  ev.event_type = IBV_EVENT_DEVICE_FATAL;
+  deliver(*t, ev);
+  CHECK(t->async_events().port_errors() == 1);
+  poll_until_failed(*p.client);
+  CHECK_FALSE(p.client->healthy());
+  CHECK_FALSE(p.client->error().message().empty());
 }
 
 TEST_CASE("the link going down mid-stream fails the connection", "[.linkdown]") {
