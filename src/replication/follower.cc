@@ -57,9 +57,6 @@ void Follower::accept_loop() noexcept {
   for (auto& s : shards_) co.regions.push_back(s->large.remote());
   co.send_queue_depth = options_.queue_depth + 8;
   co.recv_queue_depth = options_.queue_depth + 8;
-  // Posted before the leader learns the connection is up: it may write at once (on verbs a
-  // write that finds no receive fails as an RNR error).
-  co.initial_recvs = options_.queue_depth + 4;
   co.connect_timeout = options_.connect_timeout;
   FollowerHello hello;
   hello.shard_count = options_.shards;
@@ -115,6 +112,12 @@ void Follower::install(std::unique_ptr<transport::Connection> conn) noexcept {
     s.conn->close();
     s.conn.reset();
     ChannelMetrics::add(metrics_.reconnects);
+  }
+  if (conn->post_recvs(options_.queue_depth + 4) != transport::PostStatus::ok) {
+    log::error("rdmarepl follower {}: shard {}: posting receives failed: {}", endpoint_.to_string(),
+               s.index, conn->error().message());
+    conn->close();
+    return;
   }
   s.conn = std::move(conn);
   s.leader = who;
