@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Boots one Soft-RoCE VM and measures, in that boot: perftest's ib_write_bw (64 KiB) and
-# ib_write_lat (64 B) over rxe0, then the verbs transport's streaming bandwidth and write
-# latency (rdmarepl-bench-verbs), and prints the ratios.
+# Boots one Soft-RoCE VM and measures, in that boot:
+#   1. perftest: ib_write_bw at 64 KiB, ib_write_lat at 64 B and 1 KiB, over rxe0;
+#   2. the verbs transport alone (rdmarepl-bench-verbs): streaming bandwidth, write latency;
+#   3. replication (rdmarepl-bench: leader + 1 follower, 1 KiB values, 64 KiB batches,
+#      ack=all) over verbs, then the same over TCP (loopback) in the same boot;
+# then prints the ratios: replication throughput / ib_write_bw (64 KiB) and replicate-to-ack
+# p50 / ib_write_lat typical (1 KiB).
 #   benchmarks/rxe/run.sh BUILD_DIR [run-in-vm options]
 set -euo pipefail
 build="$(realpath "$1")"
@@ -9,6 +13,9 @@ shift
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 bench="$build/benchmarks/rxe/rdmarepl-bench-verbs"
 [[ -x "$bench" ]] || { echo "build $bench first"; exit 1; }
+driver="$build/benchmarks/rdmarepl-bench"
+[[ -x "$driver" ]] || { echo "build $driver first"; exit 1; }
+records="${RXE_BENCH_RECORDS:-20000}"
 guest="$build/rxe-bench-guest.sh"
 cat >"$guest" <<GUEST
 #!/bin/bash
@@ -22,17 +29,25 @@ ib_write_bw -d rxe0 -x "\$gid" -s 65536 -n 2000 >bw-server.log 2>&1 &
 sleep 1
 ib_write_bw -d rxe0 -x "\$gid" -s 65536 -n 2000 127.0.0.1 >bw-client.log 2>&1
 wait
-ib_write_lat -d rxe0 -x "\$gid" -s 64 -n 2000 >lat-server.log 2>&1 &
-sleep 1
-ib_write_lat -d rxe0 -x "\$gid" -s 64 -n 2000 127.0.0.1 >lat-client.log 2>&1
-wait
+for size in 64 1024; do
+  ib_write_lat -d rxe0 -x "\$gid" -s \$size -n 2000 >lat-server.log 2>&1 &
+  sleep 1
+  ib_write_lat -d rxe0 -x "\$gid" -s \$size -n 2000 127.0.0.1 >lat-client-\$size.log 2>&1
+  wait
+done
 $bench --benchmark_out=bench.json --benchmark_out_format=json
+for t in verbs tcp; do
+  $driver --transport \$t --followers 1 --value-size 1024 --records $records --ack all \
+          --batch-bytes 65536 --quiet --json repl-\$t.json >repl-\$t.log 2>&1 ||
+    { echo "rdmarepl-bench over \$t failed:"; cat repl-\$t.log; }
+done
 perf_bw=\$(bw_of bw-client.log)
-perf_lat=\$(awk '/^ *64 / {print \$5}' lat-client.log)
-echo "ib_write_bw 64 KiB: \${perf_bw} MB/s; ib_write_lat 64 B typical: \${perf_lat} us"
-python3 - "\$perf_bw" "\$perf_lat" <<'PY'
+perf_lat=\$(awk '/^ *64 / {print \$5}' lat-client-64.log)
+perf_lat1k=\$(awk '/^ *1024 / {print \$5}' lat-client-1024.log)
+echo "ib_write_bw 64 KiB: \${perf_bw} MB/s; ib_write_lat typical: 64 B \${perf_lat} us, 1 KiB \${perf_lat1k} us"
+python3 - "\$perf_bw" "\$perf_lat" "\$perf_lat1k" <<'PY'
 import json, sys
-perf_bw, perf_lat = float(sys.argv[1]), float(sys.argv[2])
+perf_bw, perf_lat, perf_lat1k = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
 runs = json.load(open("bench.json"))["benchmarks"]
 def get(prefix):
     return next(x for x in runs if x["name"].startswith(prefix + "/"))
@@ -42,6 +57,17 @@ lat = get("BM_VerbsWriteLatency/64")["real_time"] / 1000.0
 print(f"verbs transport 64 KiB: {bw:.1f} MB/s = {bw / perf_bw:.2f} x ib_write_bw")
 print(f"verbs transport 4 KiB: {bw4:.1f} MB/s = {bw4 / perf_bw:.2f} x ib_write_bw (64 KiB)")
 print(f"verbs transport 64 B write + both completions: {lat:.1f} us = {lat / perf_lat:.2f} x ib_write_lat typical")
+for t in ("verbs", "tcp"):
+    try:
+        r = json.load(open(f"repl-{t}.json"))
+    except OSError:
+        print(f"replication over {t}: no result")
+        continue
+    p50 = r["latency_us"]["p50"]
+    print(f"replication over {t} (1 follower, 1 KiB values, 64 KiB batches, ack=all, "
+          f"{r['records']} records, verified {r['verified']}): {r['mb_per_sec']:.2f} MB/s = "
+          f"{r['mb_per_sec'] / perf_bw:.3f} x ib_write_bw (target >= 0.8); replicate-to-ack "
+          f"p50 {p50:.1f} us = {p50 / perf_lat1k:.1f} x ib_write_lat 1 KiB (target <= 1.5)")
 PY
 GUEST
 "$here/../../tests/rxe/run-in-vm.sh" --quiet-boot --timeout 600 "$@" --script "$guest"

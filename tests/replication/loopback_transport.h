@@ -281,6 +281,8 @@ class LoopbackTransport final : public Transport {
         PeerInfo{p->options.node_id, where.to_string(), p->options.regions, p->options.app_data};
     theirs->info = PeerInfo{options.node_id, "loopback:client", options.regions, options.app_data};
     mine->hook = fabric_->leader_hook;
+    mine->recvs = options.initial_recvs;  // ConnectionOptions::initial_recvs
+    theirs->recvs = p->options.initial_recvs;
     p->queue.push_back(theirs);
     p->cv.notify_all();
     return std::unique_ptr<Connection>(new LoopbackConnection(mine));

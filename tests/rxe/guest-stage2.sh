@@ -24,14 +24,32 @@ setup_rdma() {
   modprobe rdma_rxe || return 1
   modprobe rdma_ucm || return 1
   ip link set lo up
-  ip link add veth0 mtu "$rxe_mtu" type veth peer name veth1 mtu "$rxe_mtu" || return 1
-  ip addr add 10.9.0.1/24 dev veth0 || return 1
-  ip link set veth0 up && ip link set veth1 up || return 1
-  rdma link add rxe0 type rxe netdev veth0 || return 1
-  # The RoCE v2 GID (::ffff:10.9.0.1) appears once the address is bound; wait for it.
+  if [ -n "$rxe_ip" ]; then
+    # Multi-node: rxe0 on the virtio NIC that joins the other VMs (run-in-vm.sh --net-mcast).
+    modprobe virtio_net || return 1
+    i=0
+    while [ ! -e /sys/class/net/eth0 ]; do
+      i=$((i + 1))
+      [ $i -gt 100 ] && { echo "rxe-guest: no eth0"; return 1; }
+      sleep 0.1
+    done
+    ip link set eth0 mtu "$rxe_mtu" || return 1
+    ip addr add "$rxe_ip/24" dev eth0 || return 1
+    ip link set eth0 up || return 1
+    rdma link add rxe0 type rxe netdev eth0 || return 1
+    addr="$rxe_ip"
+  else
+    ip link add veth0 mtu "$rxe_mtu" type veth peer name veth1 mtu "$rxe_mtu" || return 1
+    ip addr add 10.9.0.1/24 dev veth0 || return 1
+    ip link set veth0 up && ip link set veth1 up || return 1
+    rdma link add rxe0 type rxe netdev veth0 || return 1
+    addr=10.9.0.1
+  fi
+  # The RoCE v2 GID (::ffff:a.b.c.d) appears once the address is bound; wait for it.
+  gid="0000:0000:0000:0000:0000:ffff:$(echo "$addr" | tr . ' ' |
+                                          { read -r a b c d; printf '%02x%02x:%02x%02x' "$a" "$b" "$c" "$d"; })"
   i=0
-  while ! grep -qs '0000:0000:0000:0000:0000:ffff:0a09:0001' \
-      /sys/class/infiniband/rxe0/ports/1/gids/*; do
+  while ! grep -qs "$gid" /sys/class/infiniband/rxe0/ports/1/gids/*; do
     i=$((i + 1))
     [ $i -gt 100 ] && { echo "rxe-guest: the IPv4-mapped GID never appeared"; return 1; }
     sleep 0.1
@@ -42,7 +60,7 @@ setup_rdma() {
 ip link set lo up
 if [ "$rxe_rdma" = 1 ]; then
   setup_rdma || { echo "rxe-guest: Soft-RoCE set-up failed"; finish 126; }
-  export RDMAREPL_RXE_DEVICE=rxe0 RDMAREPL_RXE_ADDR=10.9.0.1
+  export RDMAREPL_RXE_DEVICE=rxe0 RDMAREPL_RXE_ADDR="$addr"
 fi
 ulimit -l unlimited
 ulimit -c 0

@@ -28,6 +28,12 @@
 #   --smp N           guest CPUs (default 1)
 #   --mtu N           MTU of veth0/veth1 (default 1500: rxe active_mtu 1024)
 #   --no-rdma         skip the rxe set-up (for harness self-tests)
+#   --net-mcast A:P   multi-node: give the guest a virtio NIC (eth0) on the QEMU socket
+#                     network multicast group A:P (every VM given the same group shares one
+#                     Ethernet segment; nothing is configured on the host) and bind rxe0 to
+#                     eth0 instead of the veth pair; needs --ip
+#   --ip ADDR         the guest's eth0 address (a /24) with --net-mcast; it becomes
+#                     RDMAREPL_RXE_ADDR. The MAC address is derived from it.
 #   --keep            keep the work directory
 #   --quiet-boot      print only the command's output, not the boot log, while running
 set -euo pipefail
@@ -50,6 +56,8 @@ mtu=1500
 rdma=1
 keep=0
 quiet_boot=0
+net_mcast=""
+net_ip=""
 script=""
 
 die() { echo "run-in-vm: $*" >&2; exit 125; }
@@ -65,6 +73,8 @@ while [[ $# -gt 0 ]]; do
     --smp) smp="$2"; shift 2 ;;
     --mtu) mtu="$2"; shift 2 ;;
     --no-rdma) rdma=0; shift ;;
+    --net-mcast) net_mcast="$2"; shift 2 ;;
+    --ip) net_ip="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
     --quiet-boot) quiet_boot=1; shift ;;
     --script) script="$(realpath "$2")"; shift 2 ;;
@@ -74,6 +84,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ -n "$script" || $# -gt 0 ]] || die "nothing to run: give --script FILE or -- COMMAND"
+[[ -z "$net_mcast" || "$net_ip" =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
+  die "--net-mcast needs --ip A.B.C.D (the guest's eth0 address)"
 
 # ------------------------------------------------------------------ packages
 ensure_packages() {
@@ -207,6 +219,16 @@ cmdline="console=ttyS0 panic=-1 quiet loglevel=4 no_timer_check"
 cmdline+=" rxe_work=$work_dir rxe_rw=$rw_spec"
 cmdline+=" rxe_stage2=$kHere/guest-stage2.sh rxe_rdma=$rdma rxe_mtu=$mtu"
 
+# Multi-node: a virtio NIC on a QEMU multicast socket network (unprivileged on the host).
+net=()
+if [[ -n "$net_mcast" ]]; then
+  IFS=. read -r _ _ o3 o4 <<<"$net_ip"
+  mac="$(printf '52:54:00:72:%02x:%02x' "$o3" "$o4")"
+  net=(-netdev "socket,id=n0,mcast=$net_mcast,localaddr=127.0.0.1"
+       -device "virtio-net-pci,netdev=n0,mac=$mac")
+  cmdline+=" rxe_ip=$net_ip"
+fi
+
 filter=(cat)
 [[ $quiet_boot -eq 1 ]] && filter=(sed -n '/rxe-guest: running/,$p')
 
@@ -215,7 +237,7 @@ run_vm() {
   timeout -k 10 "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -m "$mem" -smp "$smp" \
     -nographic -no-reboot -nic none \
     -kernel "/boot/vmlinuz-$kver" -initrd "$initrd" -append "$cmdline" \
-    "${shares[@]}" </dev/null 2>&1 | tr -d '\r' | tee "$console" | "${filter[@]}"
+    "${shares[@]}" "${net[@]}" </dev/null 2>&1 | tr -d '\r' | tee "$console" | "${filter[@]}"
   qemu_rc=${PIPESTATUS[0]}
   set -e
 }

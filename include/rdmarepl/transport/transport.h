@@ -35,6 +35,11 @@ struct ConnectionOptions {
   std::string app_data;               // opaque bytes for the layer above (<= 64 KiB)
   uint32_t send_queue_depth = 1024;   // max outstanding write requests
   uint32_t recv_queue_depth = 1024;   // max posted receives
+  // Receives (wr_ids 0..initial_recvs-1) posted before the peer learns that the connection
+  // is up, so that it may write at once. A receiver that posts them itself after accept()
+  // returns races the peer's first write (on verbs that write fails as an RNR error once
+  // the peer's rnr_retry runs out). At most recv_queue_depth.
+  uint32_t initial_recvs = 0;
   std::chrono::milliseconds connect_timeout{5000};
 };
 

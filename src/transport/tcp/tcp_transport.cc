@@ -64,9 +64,16 @@ Result<std::unique_ptr<Connection>> establish(bootstrap::Fd fd, bootstrap::Role 
   peer.address = bootstrap::peer_address(fd.get());
   peer.regions = std::move(theirs->regions);
   peer.app_data = std::move(theirs->app_data);
-  return std::unique_ptr<Connection>(new TcpConnection(std::move(fd), std::move(registry),
-                                                       std::move(peer), options.send_queue_depth,
-                                                       options.recv_queue_depth));
+  auto conn = std::make_unique<TcpConnection>(std::move(fd), std::move(registry), std::move(peer),
+                                              options.send_queue_depth, options.recv_queue_depth);
+  // Frames are only read when the owner polls, so posting here is as early as needed.
+  if (options.initial_recvs > 0 && conn->post_recvs(options.initial_recvs, 0) != PostStatus::ok) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("initial_recvs {} exceeds recv_queue_depth {}; raise "
+                             "recv_queue_depth or post fewer",
+                             options.initial_recvs, options.recv_queue_depth));
+  }
+  return std::unique_ptr<Connection>(std::move(conn));
 }
 
 class TcpListener final : public Listener {

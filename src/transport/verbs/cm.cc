@@ -251,11 +251,7 @@ Result<std::unique_ptr<VerbsConnection>> VerbsConnection::establish_cm_passive(
   if (auto st = c->create_resources(options); !st) return reject(st.error());
   if (auto st = c->modify_from_cm(IBV_QPS_INIT); !st) return reject(st.error());
   if (auto st = c->modify_from_cm(IBV_QPS_RTR); !st) return reject(st.error());
-  if (c->auto_recv_) {
-    c->auto_wr_id_ = c->rq_depth_;
-    if (c->post_recv_chain(c->rq_depth_, 0) != PostStatus::ok)
-      return reject(Error(Errc::out_of_memory, c->name_ + ": could not pre-post receives"));
-  }
+  if (auto st = c->post_initial_recvs(options); !st) return reject(st.error());
   const auto mine = encode_regions(options.regions);
   rdma_conn_param param{};
   param.private_data = mine.data();
@@ -288,11 +284,7 @@ Result<std::unique_ptr<VerbsConnection>> VerbsConnection::establish_cm_active(
   RDMAREPL_TRY(same_device(*c->state_, c->cm_id_.get(), c->name_));
   RDMAREPL_TRY(c->create_resources(options));
   RDMAREPL_TRY(c->modify_from_cm(IBV_QPS_INIT));
-  if (c->auto_recv_) {
-    c->auto_wr_id_ = c->rq_depth_;
-    if (c->post_recv_chain(c->rq_depth_, 0) != PostStatus::ok)
-      return Error(Errc::out_of_memory, c->name_ + ": could not pre-post receives");
-  }
+  RDMAREPL_TRY(c->post_initial_recvs(options));
   const auto mine = encode_regions(options.regions);
   rdma_conn_param param{};
   param.private_data = mine.data();

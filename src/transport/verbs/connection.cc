@@ -81,6 +81,8 @@ Status VerbsConnection::create_resources(const ConnectionOptions& options) {
   init.recv_cq = recv_cq_.get();
   init.srq = state_->srq.get();
   init.qp_type = IBV_QPT_RC;
+  init.qp_context = &qp_events_;
+  port_errors_at_start_ = state_->async_events.port_errors();
   init.sq_sig_all = 0;
   init.cap.max_send_wr = sq_depth_;
   init.cap.max_recv_wr = state_->srq ? 0 : rq_depth_;
@@ -107,6 +109,31 @@ Status VerbsConnection::create_resources(const ConnectionOptions& options) {
   send_wrs_.assign(sq_depth_, ibv_send_wr{});
   send_sges_.assign(sq_depth_, ibv_sge{});
   recv_wrs_.assign(std::max<uint32_t>(rq_depth_, replenish_batch_), ibv_recv_wr{});
+  return {};
+}
+
+Status VerbsConnection::post_initial_recvs(const ConnectionOptions& options) {
+  if (auto_recv_) {
+    auto_wr_id_ = rq_depth_;
+    if (post_recv_chain(rq_depth_, 0) != PostStatus::ok) {
+      return Error(Errc::out_of_memory,
+                   fmt::format("{}: could not pre-post {} receives; lower recv_queue_depth", name_,
+                               rq_depth_));
+    }
+    return {};
+  }
+  if (options.initial_recvs == 0) return {};
+  if (options.initial_recvs > rq_depth_) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("{}: initial_recvs {} exceeds recv_queue_depth {}; raise "
+                             "recv_queue_depth or post fewer",
+                             name_, options.initial_recvs, rq_depth_));
+  }
+  if (post_recv_chain(options.initial_recvs, 0) != PostStatus::ok) {
+    return Error(Errc::out_of_memory,
+                 fmt::format("{}: could not post {} initial receives; lower initial_recvs", name_,
+                             options.initial_recvs));
+  }
   return {};
 }
 
@@ -143,14 +170,7 @@ Status VerbsConnection::handshake(bootstrap::Role role, const ConnectionOptions&
   path_mtu_ = verbs::path_mtu(mine.mtu, remote->mtu);
   RDMAREPL_TRY(qp_to_rtr(qp_.get(), dev, *remote, path_mtu_, state_->options.qp, name_));
   RDMAREPL_TRY(qp_to_rts(qp_.get(), local_psn_, state_->options.qp, name_));
-  if (auto_recv_) {
-    auto_wr_id_ = rq_depth_;
-    if (post_recv_chain(rq_depth_, 0) != PostStatus::ok) {
-      return Error(Errc::out_of_memory,
-                   fmt::format("{}: could not pre-post {} receives; lower recv_queue_depth", name_,
-                               rq_depth_));
-    }
-  }
+  RDMAREPL_TRY(post_initial_recvs(options));
   const uint8_t ready = kReady;
   RDMAREPL_TRY(bootstrap::send_all(socket_.get(), {&ready, 1}, deadline, name_));
   uint8_t got = 0;
@@ -235,6 +255,14 @@ void VerbsConnection::check_liveness() noexcept {
       return;
     }
   }
+  if (const int ev = qp_events_.event.load(std::memory_order_acquire); ev >= 0) {
+    fail(Failure::qp_event, WcStatus::fatal, ev);
+    return;
+  }
+  if (state_->async_events.port_errors() != port_errors_at_start_) {
+    fail(Failure::port_down);
+    return;
+  }
   ibv_qp_state s = qp_state(qp_.get());
   if (s == IBV_QPS_ERR || s == IBV_QPS_SQE) fail(Failure::qp_error);
 }
@@ -283,6 +311,15 @@ Error VerbsConnection::error() const {
                                "(e.g. the peer rejected a request, or the port went down); "
                                "reconnect",
                                name_, qp_->qp_num));
+    case Failure::port_down:
+      return Error(Errc::io_error,
+                   fmt::format("{}: port {} of {} went down (IBV_EVENT_PORT_ERR); reconnect once "
+                               "the link is back (check it with `ip link` / `ibv_devinfo`)",
+                               name_, state_->device->port(), state_->device->name()));
+    case Failure::qp_event:
+      return Error(Errc::io_error,
+                   fmt::format("{}: QP {:#x} failed: async event {}; reconnect", name_, qp_->qp_num,
+                               async_event_name(static_cast<ibv_event_type>(failure_raw_))));
     case Failure::none:
       break;
   }

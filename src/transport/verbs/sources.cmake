@@ -1,6 +1,7 @@
 list(APPEND RDMAREPL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/handles.cc
   ${CMAKE_CURRENT_LIST_DIR}/device.cc
+  ${CMAKE_CURRENT_LIST_DIR}/async_events.cc
   ${CMAKE_CURRENT_LIST_DIR}/qp.cc
   ${CMAKE_CURRENT_LIST_DIR}/connection.cc
   ${CMAKE_CURRENT_LIST_DIR}/connection_datapath.cc

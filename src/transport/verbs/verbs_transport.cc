@@ -92,6 +92,7 @@ Result<std::unique_ptr<VerbsTransport>> VerbsTransport::create(const VerbsOption
                                             state->device->attr().max_srq_wr));
     }
   }
+  RDMAREPL_TRY(state->async_events.start(*state->device));
   return std::unique_ptr<VerbsTransport>(new VerbsTransport(std::move(state)));
 }
 

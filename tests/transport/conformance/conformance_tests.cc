@@ -77,7 +77,8 @@ struct Env {
   std::unique_ptr<MemoryRegion> dst_mr;
   ConnectedPair pair;
 
-  explicit Env(uint32_t send_depth = 1024, uint32_t recv_depth = 1024) {
+  explicit Env(uint32_t send_depth = 1024, uint32_t recv_depth = 1024,
+               uint32_t server_initial_recvs = 0) {
     for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + 7);
     auto s = transport->register_memory(src.data(), src.size(), Access::local_write);
     auto d = transport->register_memory(dst.data(), dst.size(),
@@ -96,6 +97,7 @@ struct Env {
     so.app_data = "server-app";
     so.send_queue_depth = send_depth;
     so.recv_queue_depth = recv_depth;
+    so.initial_recvs = server_initial_recvs;
     pair = connect_pair(*transport, co, so);
   }
 
@@ -315,6 +317,29 @@ TEST_CASE("conformance: a write without a posted receive fails as RNR", "[confor
   CHECK(r.client[0].wr_id == 1);
   CHECK(r.client[0].status == WcStatus::rnr_retry_exceeded);
   CHECK_FALSE(env.client().healthy());
+}
+
+TEST_CASE("conformance: initial receives accept writes sent as soon as connect() returns",
+          "[conformance]") {
+  constexpr uint32_t kWrites = 8;
+  Env env(1024, 1024, kWrites);
+  for (uint32_t i = 0; i < kWrites; ++i) {
+    auto w = env.write(i, i * 64, 64, i * 64, 0x700 + i);
+    REQUIRE(env.client().post_writes({&w, 1}) == PostStatus::ok);
+  }
+  Reaped r;
+  REQUIRE(pump(env.pair, r, [&](const Reaped& x) {
+    return x.server.size() == kWrites && x.client.size() == kWrites;
+  }));
+  for (uint32_t i = 0; i < kWrites; ++i) {
+    INFO("write " << i);
+    CHECK(r.client[i].status == WcStatus::success);
+    CHECK(r.server[i].status == WcStatus::success);
+    CHECK(r.server[i].wr_id == i);  // the initial receives are wr_ids 0..n-1
+    CHECK(r.server[i].imm == 0x700 + i);
+  }
+  CHECK(std::memcmp(env.dst.data(), env.src.data(), kWrites * 64) == 0);
+  CHECK(env.client().healthy());
 }
 
 TEST_CASE("conformance: a forged rkey is refused and the target is untouched", "[conformance]") {

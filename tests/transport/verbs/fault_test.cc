@@ -127,6 +127,91 @@ TEST_CASE("a failed QP transition reports the attributes it tried", "[verbs][fau
   CHECK(qp_state(qp.get()) == IBV_QPS_INIT);
 }
 
+// Feeds the transport's async event reader an event as the device would deliver it.
+void deliver(const VerbsTransport& t, ibv_async_event ev) {
+  const_cast<AsyncEventMonitor&>(t.async_events()).handle(ev);
+}
+
+// Polls `c` until it leaves the healthy state (or about five seconds pass).
+void poll_until_failed(Connection& c) {
+  for (int i = 0; i < 250 && c.healthy(); ++i) {
+    Completion buf[4];
+    (void)c.poll(buf);
+    (void)c.wait(std::chrono::milliseconds(20));
+  }
+}
+
+TEST_CASE("a fatal QP event fails that QP's connection only", "[fault]") {
+  auto t = make_transport();
+  auto hit = connect(*t, *t);
+  auto other = connect(*t, *t);
+  const uint64_t before = t->async_events().events();
+  ibv_async_event ev{};
+  ev.event_type = IBV_EVENT_QP_FATAL;
+  ev.element.qp = hit.c().qp();
+  deliver(*t, ev);
+  ev.event_type = IBV_EVENT_COMM_EST;  // not fatal: only logged
+  ev.element.qp = other.c().qp();
+  deliver(*t, ev);
+  CHECK(t->async_events().events() == before + 2);
+  poll_until_failed(*hit.client);
+  CHECK_FALSE(hit.client->healthy());
+  INFO(hit.client->error().message());
+  CHECK_THAT(hit.client->error().message(), Catch::Contains("IBV_EVENT_QP_FATAL"));
+  WriteRequest w{0, nullptr, 0, 0, 0, 0, 0, true};
+  CHECK(hit.client->post_writes({&w, 1}) == PostStatus::disconnected);
+  Completion buf[4];
+  (void)other.client->poll(buf);
+  CHECK(other.client->healthy());
+  CHECK(other.server->healthy());
+}
+
+TEST_CASE("a port error event fails the connections made before it, not later ones", "[fault]") {
+  auto t = make_transport();
+  auto before = connect(*t, *t);
+  ibv_async_event ev{};
+  ev.event_type = IBV_EVENT_PORT_ERR;
+  ev.element.port_num = t->device().port();
+  deliver(*t, ev);
+  CHECK(t->async_events().port_errors() == 1);
+  poll_until_failed(*before.server);
+  CHECK_FALSE(before.server->healthy());
+  CHECK_THAT(before.server->error().message(), Catch::Contains("IBV_EVENT_PORT_ERR"));
+  ev.event_type = IBV_EVENT_PORT_ACTIVE;  // logged only
+  deliver(*t, ev);
+  ev.event_type = IBV_EVENT_SM_CHANGE;  // neither: logged at debug level
+  deliver(*t, ev);
+  CHECK(t->async_events().port_errors() == 1);
+  // A connection made after the error works: the link (here never really down) is back.
+  std::vector<uint8_t> ring(4096);
+  auto mr =
+      t->register_memory(ring.data(), ring.size(), Access::local_write | Access::remote_write);
+  REQUIRE(mr);
+  ConnectionOptions so;
+  so.regions = {(*mr)->remote()};
+  so.initial_recvs = 1;
+  auto after = connect(*t, *t, so);
+  const RemoteRegion dst = after.client->peer().regions[0];
+  WriteRequest w{7, nullptr, 0, 0, dst.addr, dst.rkey, 42, true};
+  REQUIRE(after.client->post_writes({&w, 1}) == PostStatus::ok);
+  auto got = reap(*after.client, 1);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].status == WcStatus::success);
+  CHECK(after.client->healthy());
+}
+
+TEST_CASE("a fatal device event fails every connection of the transport", "[fault]") {
+  auto t = make_transport();
+  auto p = connect(*t, *t);
+  ibv_async_event ev{};
+  ev.event_type = IBV_EVENT_DEVICE_FATAL;
+  deliver(*t, ev);
+  CHECK(t->async_events().port_errors() == 1);
+  poll_until_failed(*p.client);
+  CHECK_FALSE(p.client->healthy());
+  CHECK_FALSE(p.client->error().message().empty());
+}
+
 TEST_CASE("the link going down mid-stream fails the connection", "[.linkdown]") {
   auto opts = vm_options();
   opts.qp.timeout = 10;  // ~4 ms per try: fail fast if the port error shows as a timeout
@@ -141,6 +226,9 @@ TEST_CASE("the link going down mid-stream fails the connection", "[.linkdown]") 
   so.recv_queue_depth = 4096;
   auto p = connect(*t, *t, so);
   REQUIRE(p.server->post_recvs(4000) == PostStatus::ok);
+  // A second connection that carries nothing: only the port error tells it the link died.
+  auto idle = connect(*t, *t);
+  const uint64_t port_errors_before = t->async_events().port_errors();
   const RemoteRegion dst = p.client->peer().regions[0];
   std::vector<uint8_t> src(1024, 0x33);
   auto smr = t->register_memory(src.data(), src.size(), Access::local_write);
@@ -169,7 +257,17 @@ TEST_CASE("the link going down mid-stream fails the connection", "[.linkdown]") 
       seen = rest[0].status;
     }
   }
+  // The async event reader sees IBV_EVENT_PORT_ERR and the idle connection fails with it.
+  for (int i = 0; i < 500 && idle.client->healthy(); ++i) {
+    Completion c[4];
+    (void)idle.client->poll(c);
+    (void)idle.client->wait(std::chrono::milliseconds(20));
+  }
   (void)std::system("ip link set veth0 up");
+  CHECK(t->async_events().port_errors() > port_errors_before);
+  CHECK_FALSE(idle.client->healthy());
+  INFO("idle connection: " << idle.client->error().message());
+  CHECK_THAT(idle.client->error().message(), Catch::Contains("IBV_EVENT_PORT_ERR"));
   INFO("first failed completion: " << wc_status_name(seen));
   CHECK(link_down);
   CHECK(seen != WcStatus::success);

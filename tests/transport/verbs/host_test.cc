@@ -1,6 +1,7 @@
 // Parts of the verbs transport that need no device: run on any host (label unit).
 #include <catch2/catch.hpp>
 
+#include "rdmarepl/transport/verbs/async_events.h"
 #include "rdmarepl/transport/verbs/device.h"
 #include "rdmarepl/transport/verbs/qp.h"
 #include "rdmarepl/transport/verbs/verbs_transport.h"
@@ -75,6 +76,24 @@ TEST_CASE("every ibv_wc_status maps to a named WcStatus", "[verbs][unit]") {
   CHECK(to_wc_status(static_cast<ibv_wc_status>(999)) == WcStatus::fatal);
 }
 
+TEST_CASE("QP states, MTUs and port states have names", "[verbs][unit]") {
+  CHECK(std::string(qp_state_name(IBV_QPS_RESET)) == "RESET");
+  CHECK(std::string(qp_state_name(IBV_QPS_INIT)) == "INIT");
+  CHECK(std::string(qp_state_name(IBV_QPS_RTR)) == "RTR");
+  CHECK(std::string(qp_state_name(IBV_QPS_RTS)) == "RTS");
+  CHECK(std::string(qp_state_name(IBV_QPS_SQD)) == "SQD");
+  CHECK(std::string(qp_state_name(IBV_QPS_SQE)) == "SQE");
+  CHECK(std::string(qp_state_name(IBV_QPS_ERR)) == "ERR");
+  CHECK_FALSE(std::string(qp_state_name(static_cast<ibv_qp_state>(99))).empty());
+  CHECK(std::string(mtu_name(IBV_MTU_256)) == "256");
+  CHECK(std::string(mtu_name(IBV_MTU_512)) == "512");
+  CHECK(std::string(mtu_name(IBV_MTU_1024)) == "1024");
+  CHECK(std::string(mtu_name(IBV_MTU_4096)) == "4096");
+  CHECK(std::string(mtu_name(static_cast<ibv_mtu>(9))) == "invalid");
+  CHECK_THAT(std::string(port_state_name(IBV_PORT_ACTIVE)), Catch::Contains("active"));
+  CHECK_THAT(std::string(port_state_name(IBV_PORT_DOWN)), Catch::Contains("down"));
+}
+
 TEST_CASE("access flags: remote write implies local write", "[verbs][unit]") {
   CHECK(to_ibv_access(Access::local_write) == IBV_ACCESS_LOCAL_WRITE);
   CHECK(to_ibv_access(Access::remote_write) == (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE));
@@ -99,6 +118,24 @@ TEST_CASE("without RDMA, probe and open explain what was looked for", "[verbs][u
   auto t = VerbsTransport::create();
   REQUIRE_FALSE(t.ok());
   CHECK(t.error().is(Errc::no_device));
+}
+
+}  // namespace rdmarepl::transport::verbs
+
+namespace rdmarepl::transport::verbs {
+
+TEST_CASE("async events have their verbs names and fatal QP events are told apart",
+          "[verbs][unit]") {
+  CHECK(std::string(async_event_name(IBV_EVENT_PORT_ERR)) == "IBV_EVENT_PORT_ERR");
+  CHECK(std::string(async_event_name(IBV_EVENT_QP_FATAL)) == "IBV_EVENT_QP_FATAL");
+  CHECK(std::string(async_event_name(IBV_EVENT_WQ_FATAL)) == "IBV_EVENT_WQ_FATAL");
+  CHECK(std::string(async_event_name(static_cast<ibv_event_type>(999))) == "IBV_EVENT_(unknown)");
+  CHECK(is_fatal_qp_event(IBV_EVENT_QP_FATAL));
+  CHECK(is_fatal_qp_event(IBV_EVENT_QP_REQ_ERR));
+  CHECK(is_fatal_qp_event(IBV_EVENT_QP_ACCESS_ERR));
+  CHECK_FALSE(is_fatal_qp_event(IBV_EVENT_COMM_EST));
+  CHECK_FALSE(is_fatal_qp_event(IBV_EVENT_PORT_ERR));
+  CHECK_FALSE(is_fatal_qp_event(IBV_EVENT_SQ_DRAINED));
 }
 
 }  // namespace rdmarepl::transport::verbs

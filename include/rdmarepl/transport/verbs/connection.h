@@ -15,6 +15,7 @@
 #include "rdmarepl/transport/bootstrap/handshake.h"
 #include "rdmarepl/transport/bootstrap/socket.h"
 #include "rdmarepl/transport/transport.h"
+#include "rdmarepl/transport/verbs/async_events.h"
 #include "rdmarepl/transport/verbs/device.h"
 #include "rdmarepl/transport/verbs/handles.h"
 #include "rdmarepl/transport/verbs/options.h"
@@ -27,6 +28,8 @@ struct TransportState {
   std::shared_ptr<Device> device;
   VerbsOptions options;
   SrqHandle srq;  // null unless options.use_srq
+  // Declared last: its reader thread stops before the device closes.
+  AsyncEventMonitor async_events;
 };
 
 class VerbsConnection final : public Connection {
@@ -80,14 +83,26 @@ class VerbsConnection final : public Connection {
   explicit VerbsConnection(std::shared_ptr<TransportState> state) : state_(std::move(state)) {}
   Status create_resources(const ConnectionOptions& options);
   Status handshake(bootstrap::Role role, const ConnectionOptions& options, Deadline deadline);
+  // Posts the automatic receives (VerbsOptions::auto_recv) or options.initial_recvs.
+  Status post_initial_recvs(const ConnectionOptions& options);
   Status modify_from_cm(ibv_qp_state state);  // rdma_init_qp_attr + our QpTuning
   int liveness_fd() const noexcept;
 
   // Why the connection failed: filled in once, on the data path, without allocating.
-  enum class Failure : uint8_t { none, completion, peer_closed, closed, post_failed, qp_error };
+  enum class Failure : uint8_t {
+    none,
+    completion,
+    peer_closed,
+    closed,
+    post_failed,
+    qp_error,
+    port_down,  // IBV_EVENT_PORT_ERR (async event) since the connection was made
+    qp_event,   // a fatal async event named this QP (failure_raw_: the ibv_event_type)
+  };
   void fail(Failure why, WcStatus status = WcStatus::fatal, int raw_status = 0,
             uint32_t vendor_err = 0, uint64_t wr_id = 0) noexcept;
-  void check_liveness() noexcept;  // peer socket closed? QP in ERR without a completion?
+  // Peer socket closed? QP in ERR without a completion? A port error or fatal QP event?
+  void check_liveness() noexcept;
   size_t reap_send(std::span<Completion> out) noexcept;
   size_t reap_recv(std::span<Completion> out) noexcept;
   void replenish() noexcept;
@@ -96,7 +111,9 @@ class VerbsConnection final : public Connection {
   // Declaration order is destruction order reversed: the QP goes before the CQs, the CQs
   // before the channel, and the shared state (PD, SRQ, context) last.
   std::shared_ptr<TransportState> state_;
-  CmChannelHandle cm_channel_;  // RDMA CM mode only (else null), like cm_id_
+  QpEventSink qp_events_;              // the QP's qp_context: outlives the QP
+  uint64_t port_errors_at_start_ = 0;  // the transport's port error count at creation
+  CmChannelHandle cm_channel_;         // RDMA CM mode only (else null), like cm_id_
   CmIdHandle cm_id_;
   CompChannelHandle channel_;
   CqHandle send_cq_;

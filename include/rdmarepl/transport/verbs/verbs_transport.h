@@ -48,6 +48,10 @@ class VerbsTransport final : public Transport {
 
   [[nodiscard]] const Device& device() const noexcept { return *state_->device; }
   [[nodiscard]] const VerbsOptions& options() const noexcept { return state_->options; }
+  // The device's asynchronous events as read so far (port errors, fatal QP events).
+  [[nodiscard]] const AsyncEventMonitor& async_events() const noexcept {
+    return state_->async_events;
+  }
   // The largest single MR this transport registers (the device limit or the override).
   [[nodiscard]] size_t max_mr_bytes() const noexcept;
 
