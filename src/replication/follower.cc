@@ -130,6 +130,7 @@ void Follower::install(std::unique_ptr<transport::Connection> conn) noexcept {
   s.leader = who;
   s.cursor = 0;
   s.unacked_batches = 0;
+  s.consumed_seq = 0;
   // The leader resumes from the seq of the handshake (at most this): acknowledging it again
   // would spend an acknowledgement no batch paid for.
   s.last_ack_sent = s.acked.load(std::memory_order_relaxed);
@@ -211,6 +212,7 @@ bool Follower::handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::stri
     applied = rec.seq;
   }
   s.applied.store(applied, std::memory_order_release);
+  if (v.header.record_count != 0) s.consumed_seq = std::max(s.consumed_seq, last);
   if (imm_kind(imm) == ImmKind::ring_batch) s.cursor = offset + v.padded_size();
   ChannelMetrics::add(metrics_.records_applied, v.header.record_count - skipped);
   ChannelMetrics::add(metrics_.records_skipped, skipped);
@@ -248,9 +250,10 @@ size_t Follower::poll_shard(Shard& s) noexcept {
 }
 
 size_t Follower::send_ack(Shard& s) noexcept {
-  const uint64_t seq = wal_ack_seq(s);
-  s.acked.store(seq, std::memory_order_release);
+  const uint64_t durable = wal_ack_seq(s);
+  s.acked.store(durable, std::memory_order_release);
   if (s.unacked_batches == 0) return 0;
+  const uint64_t seq = std::min(durable, s.consumed_seq);
   // A new seq to report, or (every logged batch synced) batches that carried nothing new.
   const bool all_synced = s.pending_count == 0;
   if (seq <= s.last_ack_sent && !all_synced) return 0;

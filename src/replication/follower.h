@@ -74,6 +74,12 @@ class Follower final : public CoreBase {
     // more acks than batches, so the leader's posted receives always suffice.
     uint32_t unacked_batches = 0;
     uint64_t last_ack_sent = 0;
+    // The last seq of the newest batch taken from the ring or large buffer on this
+    // connection. Acknowledgements never go past it: the leader frees ring space by
+    // acknowledged seq, and after a reconnect it resends batches whose records this side
+    // may already have applied through the old connection; acknowledging `applied` then
+    // would free ring space still holding batches not yet read.
+    uint64_t consumed_seq = 0;
   };
 
   Follower(const ChannelOptions& options, std::unique_ptr<transport::Transport> t,

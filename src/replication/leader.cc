@@ -325,8 +325,9 @@ size_t Leader::poll_link(Shard& s, Link& l) noexcept {
     }
     const uint64_t acked = l.acked_seq.load(std::memory_order_relaxed);
     const uint64_t seq = widen_seq(imm_arg(c.imm), acked);
-    // A follower may acknowledge more than this connection carried: after a reconnect it
-    // resumes from a point read before its old connection finished applying.
+    // A follower acknowledges at most the last seq of the newest batch it took from this
+    // connection, so everything freed below has been read (its resume point may still be
+    // older than what it applied through its old connection: it skips those records).
     const uint64_t newest = s.next_seq.load(std::memory_order_relaxed) - 1;
     if (seq < acked || seq > newest) {
       ChannelMetrics::add(metrics_.protocol_errors);

@@ -216,13 +216,12 @@ TEST_CASE("a corrupted batch drops the connection, nothing of it is applied, the
   CHECK(corrupted > 0);
   uint64_t protocol_errors = 0;
   for (auto& f : c.followers) protocol_errors += f->channel->metrics().protocol_errors;
-  // Corruption is detected (not every corrupted write is checked: one posted on a connection
-  // the follower is already dropping is flushed unread). The count of detections is not
-  // bounded by the count of corrupted writes here: about one run in twenty under load
-  // detects one more than were corrupted; what this test requires is that nothing of a bad
-  // batch is applied and that every store converges exactly once.
+  // Every detected error comes from a corrupted write (a clean batch never fails its
+  // checksum: the leader never writes over ring space the follower has not read), but not
+  // every corrupted write is checked: one posted on a connection the follower is already
+  // dropping is flushed unread.
   CHECK(protocol_errors > 0);
-  INFO("protocol errors " << protocol_errors << ", corrupted writes " << corrupted.load());
+  CHECK(protocol_errors <= static_cast<uint64_t>(corrupted.load()));
   CHECK(c.leader->metrics().reconnects > 0);
   // Exactly once: no follower applied a record twice.
   for (auto& f : c.followers) {
