@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "iov_advance.h"
+
 namespace rdmarepl::wal {
 
 File& File::operator=(File&& o) noexcept {
@@ -73,16 +75,7 @@ Status File::write_at(uint64_t offset, std::span<const iovec> iov_in) const {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return errno_error(errno, fmt::format("pwritev({}, offset {})", path_, offset));
     offset += static_cast<uint64_t>(n);
-    auto left = static_cast<size_t>(n);
-    while (cnt > 0 && left >= cur->iov_len) {
-      left -= cur->iov_len;
-      ++cur;
-      --cnt;
-    }
-    if (cnt > 0) {
-      cur->iov_base = static_cast<char*>(cur->iov_base) + left;
-      cur->iov_len -= left;
-    }
+    detail::advance_iov(cur, cnt, static_cast<size_t>(n));
   }
   return ok_status();
 }

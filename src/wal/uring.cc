@@ -8,6 +8,8 @@
 #include <liburing.h>
 #endif
 
+#include "iov_advance.h"
+
 namespace rdmarepl::wal::detail {
 
 #ifdef RDMAREPL_WAL_URING
@@ -77,16 +79,7 @@ Status Uring::write_at(int fd, const std::string& path, uint64_t offset,
                          fmt::format("io_uring writev({}, offset {}) wrote nothing", path, offset));
     }
     offset += static_cast<uint64_t>(res);
-    auto left = static_cast<size_t>(res);
-    while (cnt > 0 && left >= cur->iov_len) {
-      left -= cur->iov_len;
-      ++cur;
-      --cnt;
-    }
-    if (cnt > 0) {
-      cur->iov_base = static_cast<char*>(cur->iov_base) + left;
-      cur->iov_len -= left;
-    }
+    detail::advance_iov(cur, cnt, static_cast<size_t>(res));
   }
   return ok_status();
 }
