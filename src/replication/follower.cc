@@ -68,14 +68,16 @@ void Follower::accept_loop() noexcept {
   hello.applied.resize(options_.shards);
   while (!stopping()) {
     // The resume points may be stale by the time the leader reads them (a shard can still
-    // apply from an old connection): that only makes the leader resend batches this side
-    // skips by seq.
+    // apply from an old connection, and one hello serves every connection accepted within
+    // the accept timeout). A stale point would make the leader resend batches this side skips
+    // by seq, but it would also hide a follower that is ahead of a restarted leader: install()
+    // refuses a connection whose shard moved past the point it was told.
     // With Durability::batch the resume point is what the log has synced (the leader must
     // not count the rest); otherwise everything applied.
-    const bool synced_only = wal_ && wal_->gates();
-    for (auto& s : shards_)
-      hello.applied[s->index] =
-          (synced_only ? s->acked : s->applied).load(std::memory_order_acquire);
+    for (auto& s : shards_) {
+      std::lock_guard lock(s->mu);
+      hello.applied[s->index] = resume_point(*s);
+    }
     co.app_data = encode(hello);
     auto conn = listener_->accept(co, std::chrono::milliseconds(100));
     if (!conn.ok()) {
@@ -84,11 +86,12 @@ void Follower::accept_loop() noexcept {
                   conn.error().message());
       continue;
     }
-    install(std::move(conn).value());
+    install(std::move(conn).value(), hello.applied);
   }
 }
 
-void Follower::install(std::unique_ptr<transport::Connection> conn) noexcept {
+void Follower::install(std::unique_ptr<transport::Connection> conn,
+                       const std::vector<uint64_t>& told) noexcept {
   const auto& info = conn->peer();
   const std::string who = fmt::format("{} ({})", info.node_id, info.address);
   auto h = parse_leader_hello(info.app_data, who);
@@ -113,6 +116,15 @@ void Follower::install(std::unique_ptr<transport::Connection> conn) noexcept {
   }
   Shard& s = *shards_[h->shard];
   std::lock_guard lock(s.mu);
+  const uint64_t now = resume_point(s);
+  if (now > told[s.index]) {
+    log::info(
+        "rdmarepl follower {}: shard {}: the handshake told leader {} seq {} but this shard is "
+        "at {} now; closing the connection so that it reconnects with the current point",
+        endpoint_.to_string(), s.index, who, told[s.index], now);
+    conn->close();
+    return;
+  }
   if (s.conn) {
     log::info("rdmarepl follower {}: shard {}: leader {} reconnected; the old connection is closed",
               endpoint_.to_string(), s.index, who);

@@ -91,7 +91,12 @@ class Follower final : public CoreBase {
   bool handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::string& why) noexcept;
   void drop(Shard& s, std::string_view why, bool protocol_error = false) noexcept;
   void accept_loop() noexcept;
-  void install(std::unique_ptr<transport::Connection> conn) noexcept;
+  // The seq a (re)connecting leader resumes after: everything applied, or with
+  // Durability::batch what the log has synced. Refreshes `acked`. Caller holds s.mu.
+  uint64_t resume_point(Shard& s) noexcept;
+  // `told`: the per-shard resume points the handshake sent.
+  void install(std::unique_ptr<transport::Connection> conn,
+               const std::vector<uint64_t>& told) noexcept;
   // Sends an acknowledgement when there is something to acknowledge; 1 when it did.
   size_t send_ack(Shard& s) noexcept;
 

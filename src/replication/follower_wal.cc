@@ -64,4 +64,10 @@ uint64_t Follower::wal_ack_seq(Shard& s) noexcept {
   return s.durable_seq;
 }
 
+uint64_t Follower::resume_point(Shard& s) noexcept {
+  const uint64_t seq = wal_ack_seq(s);
+  s.acked.store(seq, std::memory_order_release);
+  return seq;
+}
+
 }  // namespace rdmarepl::replication::detail

@@ -187,9 +187,11 @@ class LoopbackFabric {
   };
   struct Port {
     std::mutex mu;
-    std::deque<std::shared_ptr<LoopbackEnd>> queue;  // acceptor ends, handshake done
-    ConnectionOptions options;                       // the acceptor's current options
+    // Acceptor ends, handshake done, with the accept() call whose options they used.
+    std::deque<std::pair<std::shared_ptr<LoopbackEnd>, uint64_t>> queue;
+    ConnectionOptions options;  // the acceptor's current options
     bool has_options = false;
+    uint64_t accept_call = 0;  // which accept() call set `options`
     std::shared_ptr<RegionTable> table;
     std::condition_variable cv;
   };
@@ -210,15 +212,23 @@ class LoopbackListener final : public Listener {
   }
   Result<std::unique_ptr<Connection>> accept(const ConnectionOptions& options,
                                              std::chrono::milliseconds timeout) override {
+    // As with a real transport, a connection's handshake carries the options of the accept()
+    // call that returns it: a connection made against an earlier call's options is failed
+    // (its initiator sees it drop and reconnects).
     std::unique_lock lock(port_->mu);
     port_->options = options;
     port_->has_options = true;
+    const uint64_t call = ++port_->accept_call;
     port_->cv.notify_all();
-    if (!port_->cv.wait_for(lock, timeout, [&] { return !port_->queue.empty(); }))
-      return Error(Errc::timeout, "no connection");
-    auto end = port_->queue.front();
-    port_->queue.pop_front();
-    return std::unique_ptr<Connection>(new LoopbackConnection(end));
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (!port_->cv.wait_until(lock, deadline, [&] { return !port_->queue.empty(); }))
+        return Error(Errc::timeout, "no connection");
+      auto [end, made_by] = port_->queue.front();
+      port_->queue.pop_front();
+      if (made_by == call) return std::unique_ptr<Connection>(new LoopbackConnection(end));
+      LoopbackConnection(end).close();  // handshake of a stale accept(): fail both ends
+    }
   }
   Endpoint local_endpoint() const override { return {"loopback", number_}; }
 
@@ -283,7 +293,7 @@ class LoopbackTransport final : public Transport {
     mine->hook = fabric_->leader_hook;
     mine->recvs = options.initial_recvs;  // ConnectionOptions::initial_recvs
     theirs->recvs = p->options.initial_recvs;
-    p->queue.push_back(theirs);
+    p->queue.emplace_back(theirs, p->accept_call);
     p->cv.notify_all();
     return std::unique_ptr<Connection>(new LoopbackConnection(mine));
   }
