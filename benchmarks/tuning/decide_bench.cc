@@ -110,8 +110,9 @@ void BM_DecideXgboost(benchmark::State& state) {
 }
 BENCHMARK(BM_DecideXgboost)->Unit(benchmark::kMicrosecond);
 
-// The baseline: one row through both boosters with the XGBoost C API.
-void BM_PredictOneRowXgboost(benchmark::State& state) {
+// One row through both boosters: with the XGBoost C API (the baseline), and through the
+// native copy of the trees that decide() uses.
+void BM_PredictOneRow(benchmark::State& state, Engine engine) {
   if (model() == nullptr) {
     state.SkipWithError("no XGBoost model (built without XGBoost?)");
     return;
@@ -120,27 +121,12 @@ void BM_PredictOneRowXgboost(benchmark::State& state) {
   encode_features(observations()[0], Knobs{}, Knobs{}, row);
   Prediction p;
   for (auto _ : state) {
-    (void)model()->predict(row, 1, &p, Engine::xgboost);
+    (void)model()->predict(row, 1, &p, engine);
     benchmark::DoNotOptimize(p);
   }
 }
-BENCHMARK(BM_PredictOneRowXgboost)->Unit(benchmark::kMicrosecond);
-
-// The same row through the native copy of the trees that decide() uses.
-void BM_PredictOneRowNative(benchmark::State& state) {
-  if (model() == nullptr) {
-    state.SkipWithError("no XGBoost model (built without XGBoost?)");
-    return;
-  }
-  float row[kNumFeatures];
-  encode_features(observations()[0], Knobs{}, Knobs{}, row);
-  Prediction p;
-  for (auto _ : state) {
-    (void)model()->predict(row, 1, &p, Engine::native);
-    benchmark::DoNotOptimize(p);
-  }
-}
-BENCHMARK(BM_PredictOneRowNative)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_PredictOneRow, Xgboost, Engine::xgboost)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_PredictOneRow, Native, Engine::native)->Unit(benchmark::kMicrosecond);
 
 // One runner tick (observe + learn + decide + apply) with the XGBoost tuner and learning on:
 // what the tuner thread pays per period, model refreshes excluded.
