@@ -155,6 +155,10 @@ Status Writer::open_segment(uint64_t number, uint64_t first_seq, bool sync) {
 }
 
 Status Writer::map_segment(File& f, const std::string& path) {
+  if (options_.backend == Backend::file && !backend_chosen_) {
+    backend_chosen_ = true;
+    log::info("wal: {}: backend file (requested)", dir_);
+  }
   if (options_.backend == Backend::file || (backend_chosen_ && !pmem_)) return ok_status();
   auto m = detail::PmemMapping::map(path);
   std::string why;

@@ -22,6 +22,9 @@ using namespace rdmarepl::wal::test;
 
 namespace {
 
+// Small segments: the DAX test in tests/rxe has a 128 MiB persistent-memory region.
+constexpr uint64_t kSmallSegment = 1 << 20;
+
 // True when the pmem backend can run here; otherwise says why the test is skipped.
 bool pmem_usable() {
   if (RDMAREPL_HAVE_PMEM == 0) {
@@ -97,19 +100,24 @@ TEST_CASE("pmem: the backend is chosen on the first segment and reported", "[wal
   if (!pmem_usable()) return;
   TempDir dir;
   SECTION("pmem requested") {
-    auto w = make_writer(dir, {.durability = Durability::none, .backend = Backend::pmem});
+    auto w = make_writer(
+        dir,
+        {.segment_size = kSmallSegment, .durability = Durability::none, .backend = Backend::pmem});
     CHECK(w->backend() == Backend::pmem);
   }
   SECTION("auto picks pmem when the segment maps as persistent memory") {
-    auto w = make_writer(dir, {.durability = Durability::none});
+    auto w = make_writer(dir, {.segment_size = kSmallSegment, .durability = Durability::none});
     CHECK(w->backend() == Backend::pmem);
   }
   SECTION("file requested never maps") {
-    auto w = make_writer(dir, {.durability = Durability::none, .backend = Backend::file});
+    auto w = make_writer(
+        dir,
+        {.segment_size = kSmallSegment, .durability = Durability::none, .backend = Backend::file});
     CHECK(w->backend() == Backend::file);
   }
   SECTION("io_uring is dropped for pmem") {
-    auto w = make_writer(dir, {.durability = Durability::none,
+    auto w = make_writer(dir, {.segment_size = kSmallSegment,
+                               .durability = Durability::none,
                                .submission = Submission::io_uring,
                                .backend = Backend::pmem});
     CHECK(w->backend() == Backend::pmem);
@@ -153,7 +161,9 @@ TEST_CASE("pmem: durability policies keep their meaning", "[wal][pmem]") {
   if (!pmem_usable()) return;
   TempDir dir;
   SECTION("none: durable only after wait_durable") {
-    auto w = make_writer(dir, {.durability = Durability::none, .backend = Backend::pmem});
+    auto w = make_writer(
+        dir,
+        {.segment_size = kSmallSegment, .durability = Durability::none, .backend = Backend::pmem});
     auto a = w->append(bytes_of("a"), 1, 1, 1);
     auto b = w->append(bytes_of("b"), 2, 2, 1);
     REQUIRE(a.ok());
@@ -164,7 +174,9 @@ TEST_CASE("pmem: durability policies keep their meaning", "[wal][pmem]") {
     CHECK(w->stats().syncs == 1);
   }
   SECTION("batch: durable when append returns") {
-    auto w = make_writer(dir, {.durability = Durability::batch, .backend = Backend::pmem});
+    auto w = make_writer(
+        dir,
+        {.segment_size = kSmallSegment, .durability = Durability::batch, .backend = Backend::pmem});
     for (uint64_t s = 1; s <= 5; ++s) {
       auto lsn = w->append(bytes_of("x"), s, s, 1);
       REQUIRE(lsn.ok());
@@ -173,7 +185,8 @@ TEST_CASE("pmem: durability policies keep their meaning", "[wal][pmem]") {
     CHECK(w->stats().syncs == 5);
   }
   SECTION("interval: the flusher makes appends durable") {
-    auto w = make_writer(dir, {.durability = Durability::interval,
+    auto w = make_writer(dir, {.segment_size = kSmallSegment,
+                               .durability = Durability::interval,
                                .interval = std::chrono::milliseconds(1),
                                .backend = Backend::pmem});
     auto lsn = w->append(bytes_of("x"), 1, 1, 1);
