@@ -5,9 +5,11 @@
 // a real DAX file system in a VM, without the override (TMPDIR points there).
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rdmarepl/features.h"
@@ -292,4 +294,51 @@ TEST_CASE("pmem: segments are byte for byte those of the file backend", "[wal][p
   REQUIRE(fw->close().ok());
   REQUIRE(pw->close().ok());
   check_identical(file_dir, pmem_dir);
+}
+
+TEST_CASE("pmem: concurrent appenders under group commit are durable on return",
+          "[wal][pmem][concurrency]") {
+  if (!pmem_usable()) return;
+  TempDir dir;
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 100;
+  auto w = make_writer(
+      dir, {.segment_size = 16 << 10, .durability = Durability::batch, .backend = Backend::pmem});
+  std::atomic<uint64_t> next_seq{1};
+  std::atomic<int> not_durable{0};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kPerThread; ++i) {
+        const uint64_t seq = next_seq.fetch_add(1);
+        auto b = make_batch(seq, 1, 64 + seq % 300);
+        auto lsn = w->append(b.bytes(), seq, seq, 1);
+        if (!lsn.ok()) {
+          failures.fetch_add(1);
+          continue;
+        }
+        if (w->durable_lsn() < *lsn) not_durable.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(failures.load() == 0);
+  CHECK(not_durable.load() == 0);
+  CHECK(w->stats().appends == kThreads * kPerThread);
+  CHECK(w->stats().rotations >= 3);
+  REQUIRE(w->close().ok());
+  CollectingReporter rep;
+  auto frames = read_all(dir.path(), &rep);
+  CHECK(rep.damages.empty());
+  REQUIRE(frames.size() == kThreads * kPerThread);
+  std::vector<bool> seen(kThreads * kPerThread + 1, false);
+  for (const auto& f : frames) {
+    REQUIRE(f.first_seq >= 1);
+    REQUIRE(f.first_seq <= kThreads * kPerThread);
+    CHECK_FALSE(seen[f.first_seq]);
+    seen[f.first_seq] = true;
+    auto b = make_batch(f.first_seq, 1, 64 + f.first_seq % 300);
+    CHECK(f.payload == std::vector<uint8_t>(b.bytes().begin(), b.bytes().end()));
+  }
 }
