@@ -160,6 +160,22 @@ Status Writer::map_segment(File& f, const std::string& path) {
     log::info("wal: {}: backend file (requested)", dir_);
   }
   if (options_.backend == Backend::file || (backend_chosen_ && !pmem_)) return ok_status();
+  if (!detail::pmem_built()) {
+    constexpr const char* kNotBuilt =
+        "this build of rdmarepl has no persistent-memory backend (rebuild with libpmem-dev "
+        "installed, RDMAREPL_WITH_PMEM=AUTO or ON)";
+    if (options_.backend == Backend::pmem) {
+      (void)f.close();
+      (void)remove_file(path);
+      return Error(Errc::unsupported,
+                   fmt::format("WAL backend pmem cannot be used for {}: {}, or use "
+                               "WriterOptions::backend = auto or file",
+                               dir_, kNotBuilt));
+    }
+    backend_chosen_ = true;
+    log::info("wal: {}: backend file (auto: {})", dir_, kNotBuilt);
+    return ok_status();
+  }
   auto m = detail::PmemMapping::map(path);
   std::string why;
   if (!m) {
