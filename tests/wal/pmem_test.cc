@@ -152,10 +152,18 @@ TEST_CASE("pmem: append, close and recover round trip", "[wal][pmem]") {
     CHECK(store.frames == frames);
     append_mixed(log->writer(), 41, 45);
   }
-  FakeStore store;
-  open_log(dir, store, log_opts(Backend::file, &rep, 1 << 16, Durability::batch));
-  REQUIRE(store.frames.size() == 45);
-  CHECK(store.frames.back().first_seq == 45);
+  {
+    // The file backend recovers and continues a log the pmem backend wrote.
+    FakeStore store;
+    auto log = open_log(dir, store, log_opts(Backend::file, &rep, 1 << 16, Durability::batch));
+    REQUIRE(log->writer().backend() == Backend::file);
+    REQUIRE(store.frames.size() == 45);
+    CHECK(store.frames.back().first_seq == 45);
+    append_mixed(log->writer(), 46, 47);
+  }
+  auto all = read_all(dir.path(), &rep);
+  REQUIRE(all.size() == 47);
+  CHECK(all.back().first_seq == 47);
   CHECK(rep.damages.empty());
 }
 
