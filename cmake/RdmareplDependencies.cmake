@@ -54,3 +54,19 @@ if(NOT RDMAREPL_WITH_URING STREQUAL "OFF")
   endif()
 endif()
 message(STATUS "rdmarepl: io_uring WAL submission ${RDMAREPL_HAVE_URING}")
+
+# The persistent-memory WAL backend (WriterOptions::backend = pmem, or auto on a DAX file
+# system): AUTO builds it when libpmem is found. Linked privately; the public headers never
+# include libpmem's.
+set(RDMAREPL_HAVE_PMEM OFF)
+if(NOT RDMAREPL_WITH_PMEM STREQUAL "OFF")
+  pkg_check_modules(PMEM IMPORTED_TARGET libpmem)
+  if(PMEM_FOUND)
+    set(RDMAREPL_HAVE_PMEM ON)
+    list(APPEND RDMAREPL_PRIVATE_LIBS PkgConfig::PMEM)
+  elseif(RDMAREPL_WITH_PMEM STREQUAL "ON")
+    message(FATAL_ERROR "RDMAREPL_WITH_PMEM=ON but libpmem was not found: "
+                        "install libpmem-dev (scripts/setup does).")
+  endif()
+endif()
+message(STATUS "rdmarepl: persistent-memory WAL backend ${RDMAREPL_HAVE_PMEM}")

@@ -1,6 +1,9 @@
 // WAL benchmarks, printed as tables (docs/benchmarks.md, "WAL"):
 //   1. append throughput with durability=none next to plain write(2) of the same bytes to
-//      the same file system, in the same run, as a ratio;
+//      the same file system, in the same run, as a ratio; with the file backend (pwritev
+//      and io_uring) and the persistent-memory backend (--pmem: forced with libpmem's
+//      PMEM_IS_PMEM_FORCE=1 by default, which on a non-DAX file system measures memcpy into
+//      the page cache, not persistent memory);
 //   2. durability=batch group commit as writer threads grow 1..8: acknowledged records per
 //      fdatasync and throughput, next to one write(2)+fdatasync per record;
 //   3. recovery speed: records replayed per second from a WAL of --recovery-mib MiB.
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "rdmarepl/core/clock.h"
+#include "rdmarepl/features.h"
 #include "rdmarepl/wal/log.h"
 #include "rdmarepl/wal/record.h"
 #include "rdmarepl/wal/writer.h"
@@ -39,13 +43,16 @@ struct Args {
   uint64_t recovery_mib = 64;
   int repeat = 7;
   std::string only;  // "append", "group" or "recovery": run that table alone
+  // The pmem column of table 1: "force" (PMEM_IS_PMEM_FORCE=1, so it runs on any file
+  // system), "real" (no override: --dir must be on a DAX file system) or "off".
+  std::string pmem = RDMAREPL_HAVE_PMEM != 0 ? "force" : "off";
 };
 
 [[noreturn]] void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--dir PATH] [--append-mib N] [--batch-bytes N] [--segment-mib N]\n"
                "          [--max-threads N] [--seconds S] [--recovery-mib N] [--repeat N]\n"
-               "          [--only append|group|recovery]\n",
+               "          [--only append|group|recovery] [--pmem force|real|off]\n",
                argv0);
   std::exit(2);
 }
@@ -76,6 +83,8 @@ Args parse(int argc, char** argv) {
       a.repeat = std::max(1, std::stoi(v));
     else if (k == "--only" && (v == "append" || v == "group" || v == "recovery"))
       a.only = v;
+    else if (k == "--pmem" && (v == "force" || v == "real" || v == "off"))
+      a.pmem = v;
     else
       usage(argv[0]);
   }
@@ -183,10 +192,13 @@ Timing plain_write(const std::string& dir, uint64_t total, uint64_t chunk) {
 
 // The WAL's append loop; `used` receives the submission path the writer really took.
 Timing wal_append(const std::string& dir, uint64_t total, const BatchBuilder& batch,
-                  uint64_t segment_size, Submission submission, Submission* used) {
-  auto w = must(Writer::create(
-      dir, 1, 1,
-      {.segment_size = segment_size, .durability = Durability::none, .submission = submission}));
+                  uint64_t segment_size, Submission submission, Submission* used,
+                  Backend backend = Backend::file) {
+  auto w = must(Writer::create(dir, 1, 1,
+                               {.segment_size = segment_size,
+                                .durability = Durability::none,
+                                .submission = submission,
+                                .backend = backend}));
   *used = w->submission();
   const uint64_t frame = kFrameHeaderSize + batch.bytes().size();
   uint64_t seq = 1;
@@ -211,10 +223,21 @@ void bench_append(const Args& a, ScratchDir& dir) {
       "frames, %u records each; %d rounds, medians)\n",
       static_cast<unsigned long long>(a.append_mib), static_cast<unsigned long long>(frame),
       batch.count(), a.repeat);
-  std::printf("%-32s %10s | %10s %6s %6s | %10s %6s %6s\n", "", "write(2)", "WAL pwrite", "wall",
+  const bool pmem = a.pmem != "off";
+  if (pmem) {
+    std::printf("pmem column: %s\n",
+                a.pmem == "force"
+                    ? "PMEM_IS_PMEM_FORCE=1; unless --dir is on a DAX file system this is "
+                      "memcpy into page-cache pages, NOT persistent memory"
+                    : "no override: --dir is on a DAX file system");
+  }
+  std::printf("%-32s %10s | %10s %6s %6s | %10s %6s %6s", "", "write(2)", "WAL pwrite", "wall",
               "CPU", "io_uring", "wall", "CPU");
-  std::printf("%-32s %10s | %10s %6s %6s | %10s %6s %6s\n", "case", "MiB/s", "MiB/s", "ratio",
+  if (pmem) std::printf(" | %10s %6s %6s", "pmem", "wall", "CPU");
+  std::printf("\n%-32s %10s | %10s %6s %6s | %10s %6s %6s", "case", "MiB/s", "MiB/s", "ratio",
               "ratio", "MiB/s", "ratio", "ratio");
+  if (pmem) std::printf(" | %10s %6s %6s", "MiB/s", "ratio", "ratio");
+  std::printf("\n");
   struct Case {
     const char* name;
     uint64_t segment;
@@ -226,28 +249,35 @@ void bench_append(const Args& a, ScratchDir& dir) {
       {"8 MiB segments (with rotations)", 8u << 20}};
   std::string split;
   for (const auto& c : cases) {
-    // Each round runs write(2), the WAL with pwritev and the WAL with io_uring back to
-    // back (rotating which goes first), so that all three see the same machine; ratios
+    // Each round runs write(2), the WAL with pwritev, the WAL with io_uring (and the WAL
+    // with the pmem backend) back to back (rotating which goes first), so that all see
+    // the same machine; ratios
     // are taken per round, then the median. Wall ratio: throughput. CPU ratio: write(2)'s
     // thread CPU time over the WAL's for the same bytes, which the load of other
     // processes moves less.
     std::vector<double> base, wal, uring, wall_ratio, cpu_ratio, uring_wall, uring_cpu;
-    std::vector<double> user_ms[3], sys_ms[3];  // write(2), WAL pwrite, WAL io_uring
+    std::vector<double> pm, pm_wall, pm_cpu;
+    std::vector<double> user_ms[4], sys_ms[4];  // write(2), WAL pwrite, io_uring, pmem
     Submission uring_used = Submission::io_uring;
+    const int runs = pmem ? 4 : 3;
     for (int r = 0; r < a.repeat; ++r) {
-      Timing tb, tw, tu;
-      for (int k = 0; k < 3; ++k) {
+      Timing tb, tw, tu, tp;
+      for (int k = 0; k < runs; ++k) {
         Submission used = Submission::pwrite;
-        switch ((k + r) % 3) {
+        switch ((k + r) % runs) {
           case 0:
             tb = plain_write(dir.path(), total, frame);
             break;
           case 1:
             tw = wal_append(dir.path(), total, batch, c.segment, Submission::pwrite, &used);
             break;
-          default:
+          case 2:
             tu = wal_append(dir.path(), total, batch, c.segment, Submission::io_uring, &used);
             if (used != Submission::io_uring) uring_used = used;
+            break;
+          default:
+            tp = wal_append(dir.path(), total, batch, c.segment, Submission::pwrite, &used,
+                            Backend::pmem);
             break;
         }
         dir.clear();
@@ -259,8 +289,13 @@ void bench_append(const Args& a, ScratchDir& dir) {
       cpu_ratio.push_back(tb.cpu_s() / tw.cpu_s());
       uring_wall.push_back(tb.wall_s / tu.wall_s);
       uring_cpu.push_back(tb.cpu_s() / tu.cpu_s());
-      for (int i = 0; i < 3; ++i) {
-        const Timing& t = i == 0 ? tb : i == 1 ? tw : tu;
+      if (pmem) {
+        pm.push_back(mib / tp.wall_s);
+        pm_wall.push_back(tb.wall_s / tp.wall_s);
+        pm_cpu.push_back(tb.cpu_s() / tp.cpu_s());
+      }
+      for (int i = 0; i < runs; ++i) {
+        const Timing& t = i == 0 ? tb : i == 1 ? tw : i == 2 ? tu : tp;
         user_ms[i].push_back(t.user_s * 1e3);
         sys_ms[i].push_back(t.sys_s * 1e3);
       }
@@ -268,20 +303,29 @@ void bench_append(const Args& a, ScratchDir& dir) {
     std::printf("%-32s %10.0f | %10.0f %6.2f %6.2f | ", c.name, median(base), median(wal),
                 median(wall_ratio), median(cpu_ratio));
     if (uring_used == Submission::io_uring) {
-      std::printf("%10.0f %6.2f %6.2f\n", median(uring), median(uring_wall), median(uring_cpu));
+      std::printf("%10.0f %6.2f %6.2f", median(uring), median(uring_wall), median(uring_cpu));
     } else {
-      std::printf("%10s (io_uring not usable: the writer logged why)\n", "n/a");
+      std::printf("%10s (io_uring not usable: the writer logged why)", "n/a");
     }
-    char line[160];
-    std::snprintf(line, sizeof line, "%-32s %5.0f / %-5.0f | %5.0f / %-5.0f | %5.0f / %-5.0f\n",
+    if (pmem) std::printf(" | %10.0f %6.2f %6.2f", median(pm), median(pm_wall), median(pm_cpu));
+    std::printf("\n");
+    char line[200];
+    std::snprintf(line, sizeof line, "%-32s %5.0f / %-5.0f | %5.0f / %-5.0f | %5.0f / %-5.0f",
                   c.name, median(user_ms[0]), median(sys_ms[0]), median(user_ms[1]),
                   median(sys_ms[1]), median(user_ms[2]), median(sys_ms[2]));
     split += line;
+    if (pmem) {
+      std::snprintf(line, sizeof line, " | %5.0f / %-5.0f", median(user_ms[3]), median(sys_ms[3]));
+      split += line;
+    }
+    split += "\n";
   }
   // Where the CPU time goes: user space (the WAL's CRC, locking, framing) and kernel (page
   // cache, block allocation), for the whole run of each loop.
   std::printf("\nthread CPU time per run, user / sys ms (medians)\n");
-  std::printf("%-32s %13s | %13s | %13s\n", "case", "write(2)", "WAL pwrite", "io_uring");
+  std::printf("%-32s %13s | %13s | %13s", "case", "write(2)", "WAL pwrite", "io_uring");
+  if (pmem) std::printf(" | %13s", "pmem");
+  std::printf("\n");
   std::printf("%s", split.c_str());
 }
 
@@ -295,7 +339,8 @@ struct GcResult {
 
 GcResult group_commit(const std::string& dir, int threads, double seconds,
                       const BatchBuilder& batch) {
-  auto w = must(Writer::create(dir, 1, 1, {.durability = Durability::batch}));
+  auto w =
+      must(Writer::create(dir, 1, 1, {.durability = Durability::batch, .backend = Backend::file}));
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> seq{1};
   std::vector<std::thread> ts;
@@ -394,8 +439,10 @@ void bench_recovery(const Args& a, ScratchDir& dir) {
   const uint64_t frame = kFrameHeaderSize + batch.bytes().size();
   const uint64_t total = a.recovery_mib << 20;
   {
-    auto w = must(Writer::create(
-        dir.path(), 1, 1, {.segment_size = a.segment_mib << 20, .durability = Durability::none}));
+    auto w = must(Writer::create(dir.path(), 1, 1,
+                                 {.segment_size = a.segment_mib << 20,
+                                  .durability = Durability::none,
+                                  .backend = Backend::file}));
     uint64_t seq = 1;
     for (uint64_t done = 0; done < total; done += frame) {
       must(w->append(batch.bytes(), seq, seq + batch.count() - 1, batch.count()));
@@ -423,6 +470,7 @@ void bench_recovery(const Args& a, ScratchDir& dir) {
       LogOptions o;
       o.writer.segment_size = a.segment_mib << 20;
       o.writer.durability = Durability::none;
+      o.writer.backend = Backend::file;
       Stopwatch sw;
       auto log = must(Log::open(dir.path(), o, store));
       const double s = sw.elapsed_s();
@@ -441,6 +489,13 @@ void bench_recovery(const Args& a, ScratchDir& dir) {
 
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
+  // libpmem reads the override once, at its first pmem_is_pmem: set (or clear) it before
+  // any writer exists. Every other writer here asks for Backend::file explicitly.
+  if (a.pmem == "force") {
+    ::setenv("PMEM_IS_PMEM_FORCE", "1", 1);
+  } else {
+    ::unsetenv("PMEM_IS_PMEM_FORCE");
+  }
   ScratchDir dir(a.dir);
   std::printf("rdmarepl-bench-wal: scratch directory %s\n", dir.path().c_str());
   const auto run = [&](const char* table) { return a.only.empty() || a.only == table; };

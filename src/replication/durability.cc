@@ -155,6 +155,9 @@ Result<std::unique_ptr<Wal>> Wal::open(const ChannelOptions& options, const Stor
   lo.writer.segment_size = options.wal_segment_bytes;
   lo.writer.durability = writer_durability(options.durability);
   lo.writer.interval = options.durability_interval;
+  lo.writer.backend = options.wal_backend == WalBackend::pmem   ? wal::Backend::pmem
+                      : options.wal_backend == WalBackend::file ? wal::Backend::file
+                                                                : wal::Backend::automatic;
   // A log written with none/interval may lose an unsynced tail that spans a rotation.
   lo.repair = options.durability != Durability::batch;
   Recovery rec(options, store, on_batch);

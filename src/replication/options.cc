@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "rdmarepl/features.h"
 #include "rdmarepl/replication/batch_format.h"
 #include "rdmarepl/replication/channel_metrics.h"
 #include "rdmarepl/replication/imm.h"
@@ -50,6 +51,18 @@ std::string_view to_string(Durability d) noexcept {
       return "batch";
     case Durability::interval:
       return "interval";
+  }
+  return "?";
+}
+
+std::string_view to_string(WalBackend b) noexcept {
+  switch (b) {
+    case WalBackend::automatic:
+      return "auto";
+    case WalBackend::file:
+      return "file";
+    case WalBackend::pmem:
+      return "pmem";
   }
   return "?";
 }
@@ -110,6 +123,17 @@ Status validate(const ChannelOptions& o) {
           fmt::format("ChannelOptions::durability_interval = {} ms must be positive with "
                       "durability=interval",
                       o.durability_interval.count()));
+    if (o.wal_backend != WalBackend::automatic && o.wal_backend != WalBackend::file &&
+        o.wal_backend != WalBackend::pmem)
+      return bad(
+          fmt::format("ChannelOptions::wal_backend = {} is not a known value; use automatic, "
+                      "file or pmem",
+                      static_cast<unsigned>(o.wal_backend)));
+    if (o.wal_backend == WalBackend::pmem && RDMAREPL_HAVE_PMEM == 0)
+      return bad(
+          "ChannelOptions::wal_backend = pmem but this build of rdmarepl has no "
+          "persistent-memory backend: rebuild with libpmem-dev installed "
+          "(RDMAREPL_WITH_PMEM=AUTO or ON) or use wal_backend = automatic or file");
     if (o.wal_segment_bytes < (1u << 20) || o.wal_segment_bytes > (uint64_t{1} << 40))
       return bad(
           fmt::format("ChannelOptions::wal_segment_bytes = {} is out of range; use 1 MiB "
@@ -138,6 +162,11 @@ Status validate(const ChannelOptions& o) {
           fmt::format("ChannelOptions::checkpoint_every = {} s is negative; use 0 to "
                       "disable the time trigger",
                       o.checkpoint_every.count()));
+  } else if (o.wal_backend != WalBackend::automatic) {
+    return bad(
+        fmt::format("ChannelOptions::wal_backend = {} but wal_dir is empty: the backend is "
+                    "that of the write-ahead log; set wal_dir or leave wal_backend automatic",
+                    to_string(o.wal_backend)));
   } else if (o.checkpoint_every_bytes != 0 || o.checkpoint_every.count() != 0) {
     return bad(
         "ChannelOptions::checkpoint_every_bytes / checkpoint_every are set but wal_dir is "

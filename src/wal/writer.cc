@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "pmem.h"
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/wal/layout.h"
 #include "uring.h"
@@ -34,6 +35,18 @@ const char* to_string(Submission s) noexcept {
   return "unknown";
 }
 
+const char* to_string(Backend b) noexcept {
+  switch (b) {
+    case Backend::automatic:
+      return "auto";
+    case Backend::file:
+      return "file";
+    case Backend::pmem:
+      return "pmem";
+  }
+  return "unknown";
+}
+
 Status seal_segment(const File& f, uint64_t offset, uint64_t min_seq, uint64_t max_seq,
                     uint32_t frames, bool sync) {
   uint8_t hdr[kFrameHeaderSize] = {};
@@ -48,7 +61,8 @@ Status seal_segment(const File& f, uint64_t offset, uint64_t min_seq, uint64_t m
   return sync ? f.sync_data() : ok_status();
 }
 
-Writer::Writer(std::string dir, WriterOptions options) : dir_(std::move(dir)), options_(options) {}
+Writer::Writer(std::string dir, WriterOptions options)
+    : dir_(std::move(dir)), options_(options), map_(std::make_unique<detail::PmemMapping>()) {}
 
 Result<std::unique_ptr<Writer>> Writer::create(std::string dir, uint64_t segment_number,
                                                uint64_t next_seq, WriterOptions options) {
@@ -65,6 +79,12 @@ Result<std::unique_ptr<Writer>> Writer::create(std::string dir, uint64_t segment
                  fmt::format("WAL durability 'interval' needs a positive interval, got {} ms",
                              options.interval.count()));
   }
+  if (options.backend != Backend::automatic && options.backend != Backend::file &&
+      options.backend != Backend::pmem) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("WAL backend {} is not a known value; use auto, file or pmem",
+                             static_cast<unsigned>(options.backend)));
+  }
   std::unique_ptr<Writer> w(new Writer(std::move(dir), options));
   if (options.submission == Submission::io_uring) {
     auto u = detail::Uring::create();
@@ -80,6 +100,10 @@ Result<std::unique_ptr<Writer>> Writer::create(std::string dir, uint64_t segment
     std::unique_lock lk(w->mu_);
     w->next_seq_ = next_seq;
     RDMAREPL_TRY(w->open_segment(segment_number, next_seq, true));
+  }
+  if (w->pmem_ && w->uring_) {
+    w->uring_.reset();
+    log::info("wal: {}: the pmem backend copies frames itself; io_uring is not used", w->dir_);
   }
   if (options.durability == Durability::interval)
     w->flusher_ = std::thread([p = w.get()] { p->flusher_loop(); });
@@ -106,10 +130,17 @@ Status Writer::open_segment(uint64_t number, uint64_t first_seq, bool sync) {
   uint8_t hdr[kSegmentHeaderSize];
   SegmentHeader{number, first_seq}.encode(hdr);
   RDMAREPL_TRY(f->preallocate(options_.segment_size));
-  RDMAREPL_TRY(f->write_at(0, std::span<const uint8_t>(hdr)));
+  RDMAREPL_TRY(map_segment(*f, path));
+  if (pmem_) {
+    const iovec v{hdr, kSegmentHeaderSize};
+    map_->write_persist(0, std::span<const iovec>(&v, 1));
+  } else {
+    RDMAREPL_TRY(f->write_at(0, std::span<const uint8_t>(hdr)));
+  }
   // The header, the file size and the directory entry must be durable before any frame in
   // the segment is: now, or by the next group-commit sync (which syncs the directory too).
-  if (sync) {
+  // The pmem backend's group commit syncs no file, so it makes them durable now.
+  if (sync || pmem_) {
     RDMAREPL_TRY(f->sync_data());
     RDMAREPL_TRY(sync_dir(dir_));
   } else {
@@ -120,6 +151,64 @@ Status Writer::open_segment(uint64_t number, uint64_t first_seq, bool sync) {
   offset_ = kSegmentHeaderSize;
   seg_min_seq_ = seg_max_seq_ = 0;
   seg_frames_ = 0;
+  return ok_status();
+}
+
+Status Writer::map_segment(File& f, const std::string& path) {
+  if (options_.backend == Backend::file && !backend_chosen_) {
+    backend_chosen_ = true;
+    log::info("wal: {}: backend file (requested)", dir_);
+  }
+  if (options_.backend == Backend::file || (backend_chosen_ && !pmem_)) return ok_status();
+  if (!detail::pmem_built()) {
+    constexpr const char* kNotBuilt =
+        "this build of rdmarepl has no persistent-memory backend (rebuild with libpmem-dev "
+        "installed, RDMAREPL_WITH_PMEM=AUTO or ON)";
+    if (options_.backend == Backend::pmem) {
+      (void)f.close();
+      (void)remove_file(path);
+      return Error(Errc::unsupported,
+                   fmt::format("WAL backend pmem cannot be used for {}: {}, or use "
+                               "WriterOptions::backend = auto or file",
+                               dir_, kNotBuilt));
+    }
+    backend_chosen_ = true;
+    log::info("wal: {}: backend file (auto: {})", dir_, kNotBuilt);
+    return ok_status();
+  }
+  auto m = detail::PmemMapping::map(path);
+  std::string why;
+  if (!m) {
+    why = m.error().message();
+  } else if (!m->is_pmem()) {
+    why = fmt::format(
+        "{} maps, but not as persistent memory (pmem_is_pmem says no): {} is "
+        "not on a DAX file system",
+        path, dir_);
+  } else {
+    *map_ = std::move(*m);
+  }
+  if (!map_->is_mapped() && (pmem_ || options_.backend == Backend::pmem)) {
+    (void)f.close();
+    (void)remove_file(path);
+    return Error(Errc::unsupported,
+                 fmt::format("WAL backend pmem cannot be used for {}: {}; put the WAL on a "
+                             "file system mounted with -o dax on a persistent-memory device, "
+                             "or use WriterOptions::backend = auto or file",
+                             dir_, why));
+  }
+  if (!backend_chosen_) {
+    backend_chosen_ = true;
+    pmem_ = map_->is_mapped();
+    if (pmem_) {
+      log::info(
+          "wal: {}: backend pmem ({}; {} maps as persistent memory): appends are "
+          "pmem_memcpy + pmem_drain, no fdatasync",
+          dir_, options_.backend == Backend::pmem ? "requested" : "auto", path);
+    } else {
+      log::info("wal: {}: backend file (auto: {})", dir_, why);
+    }
+  }
   return ok_status();
 }
 
@@ -139,6 +228,9 @@ Status Writer::seal_current(std::unique_lock<std::mutex>& lk) {
     if (auto st = f.sync_data(); !st) return fail(std::move(st).error());
   }
   unsynced_.clear();
+  // Frames in a mapping were drained as they were written; the end frame goes through the
+  // file like the file backend's, and the truncate below must not cut a live mapping.
+  if (auto st = map_->unmap(); !st) return fail(std::move(st).error());
   if (auto st = seal_segment(file_, offset_, seg_min_seq_, seg_max_seq_, seg_frames_, true); !st)
     return fail(std::move(st).error());
   if (dir_dirty_) {
@@ -155,8 +247,10 @@ Status Writer::rotate(std::unique_lock<std::mutex>& lk) {
   // one small write. With none/interval a synchronous seal would flush the whole segment
   // on the appending thread (tens of ms per rotation); instead the sealed file waits in
   // unsynced_ for the next group-commit sync, which covers it, the new segment and the
-  // directory before durable_lsn moves past any of their frames.
-  if (options_.durability == Durability::batch) {
+  // directory before durable_lsn moves past any of their frames. The pmem backend's group
+  // commit syncs no file, so it seals synchronously (its frames need no flush: one small
+  // write, a truncate and an fdatasync of metadata).
+  if (options_.durability == Durability::batch || pmem_) {
     RDMAREPL_TRY(seal_current(lk));
     if (auto st = file_.close(); !st) return fail(std::move(st).error());
   } else {
@@ -204,9 +298,17 @@ Result<Lsn> Writer::append(std::span<const uint8_t> batch, uint64_t first_seq, u
     const iovec iov[2] = {{hdr, kFrameHeaderSize},
                           {const_cast<uint8_t*>(batch.data()), batch.size()}};
     const std::span<const iovec> pieces(iov, batch.empty() ? 1 : 2);
-    if (auto st = uring_ ? uring_->write_at(file_.fd(), file_.path(), offset_, pieces)
-                         : file_.write_at(offset_, pieces);
-        !st) {
+    if (pmem_) {
+      if (offset_ + frame > map_->size()) {
+        return Error(Errc::too_large,
+                     fmt::format("WAL frame of {} bytes does not fit a segment of {} bytes: "
+                                 "raise WriterOptions::segment_size",
+                                 frame, options_.segment_size));
+      }
+      map_->write_persist(offset_, pieces);
+    } else if (auto st = uring_ ? uring_->write_at(file_.fd(), file_.path(), offset_, pieces)
+                                : file_.write_at(offset_, pieces);
+               !st) {
       (void)fail(std::move(st).error());
       return error_;
     }
@@ -250,7 +352,16 @@ Status Writer::wait_durable(Lsn lsn) {
     for (auto& f : sealed) {
       if (st.ok()) st = f.sync_data();
     }
-    if (st.ok()) st = file_.sync_data();  // rotate/close wait for !syncing_: file_ stays put
+    // rotate/close wait for !syncing_: file_ stays put. With pmem every append drained its
+    // own stores (a drain covers only the calling CPU's), so the frames up to `target` are
+    // already persistent; this drain covers the leader's own.
+    if (st.ok()) {
+      if (pmem_) {
+        detail::PmemMapping::drain();
+      } else {
+        st = file_.sync_data();
+      }
+    }
     if (st.ok() && dir) st = sync_dir(dir_);
     sealed.clear();
     lk.lock();

@@ -14,6 +14,7 @@
 #include "leader.h"
 #include "loopback_transport.h"
 #include "rdmarepl/core/clock.h"
+#include "rdmarepl/features.h"
 #include "rdmarepl/rdmarepl.h"
 #include "rdmarepl/wal/checkpoint.h"
 #include "rdmarepl/wal/layout.h"
@@ -167,6 +168,58 @@ TEST_CASE("durability options are validated with messages that name the fix", "[
   st = replication::validate(o);
   REQUIRE_FALSE(st.ok());
   CHECK_THAT(st.error().message(), Catch::Contains("set wal_dir"));
+}
+
+TEST_CASE("the WAL backend option is validated and a refused pmem names the directory",
+          "[durability]") {
+  auto o = base_options();
+  o.role = Role::follower;
+  o.wal_backend = replication::WalBackend::file;  // without wal_dir
+  auto st = replication::validate(o);
+  REQUIRE_FALSE(st.ok());
+  CHECK_THAT(st.error().message(), Catch::Contains("wal_backend = file but wal_dir is empty"));
+  o.wal_dir = "/tmp/x";
+  CHECK(replication::validate(o).ok());
+  o.wal_backend = static_cast<replication::WalBackend>(9);
+  st = replication::validate(o);
+  REQUIRE_FALSE(st.ok());
+  CHECK_THAT(st.error().message(), Catch::Contains("wal_backend = 9 is not a known value"));
+  o.wal_backend = replication::WalBackend::pmem;
+  st = replication::validate(o);
+  if (RDMAREPL_HAVE_PMEM == 0) {
+    REQUIRE_FALSE(st.ok());
+    CHECK_THAT(st.error().message(), Catch::Contains("libpmem-dev"));
+    return;
+  }
+  REQUIRE(st.ok());
+  const char* forced = std::getenv("PMEM_IS_PMEM_FORCE");
+  if (forced != nullptr && std::string(forced) == "1") {
+    WARN("skipped the create() check: PMEM_IS_PMEM_FORCE=1 makes every directory pmem");
+    return;
+  }
+  // create() on the temporary directory (not DAX here): fails naming it and the fix. The
+  // automatic backend on the same directory is the file backend.
+  TempDir dir;
+  auto fabric = std::make_shared<LoopbackFabric>();
+  MapStore store;
+  auto fo = follower_options(base_options(), 31090, dir.path());
+  fo.wal_backend = replication::WalBackend::automatic;
+  {
+    auto ch = Channel::create(fo, store, std::make_unique<LoopbackTransport>(fabric));
+    INFO((ch.ok() ? std::string() : ch.error().message()));
+    REQUIRE(ch.ok());
+  }
+  TempDir fresh;
+  fo = follower_options(base_options(), 31091, fresh.path());
+  fo.wal_backend = replication::WalBackend::pmem;
+  auto ch = Channel::create(fo, store, std::make_unique<LoopbackTransport>(fabric));
+  if (ch.ok()) {
+    WARN("skipped: " << fresh.path() << " is on a DAX file system");
+    return;
+  }
+  CHECK(ch.error().is(Errc::unsupported));
+  CHECK_THAT(ch.error().message(), Catch::Contains(fresh.path()));
+  CHECK_THAT(ch.error().message(), Catch::Contains("-o dax"));
 }
 
 TEST_CASE("a follower recovers its store and applied seqs from its log and resumes",

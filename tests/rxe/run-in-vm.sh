@@ -28,6 +28,8 @@
 #   --smp N           guest CPUs (default 1)
 #   --mtu N           MTU of veth0/veth1 (default 1500: rxe active_mtu 1024)
 #   --no-rdma         skip the rxe set-up (for harness self-tests)
+#   --kernel-args S   appended to the guest kernel's command line (e.g. memmap=128M!512M,
+#                     an emulated persistent-memory region for the WAL's DAX test)
 #   --net-mcast A:P   multi-node: give the guest a virtio NIC (eth0) on the QEMU socket
 #                     network multicast group A:P (every VM given the same group shares one
 #                     Ethernet segment; nothing is configured on the host) and bind rxe0 to
@@ -59,6 +61,7 @@ quiet_boot=0
 net_mcast=""
 net_ip=""
 script=""
+kernel_args=""
 
 die() { echo "run-in-vm: $*" >&2; exit 125; }
 
@@ -73,6 +76,7 @@ while [[ $# -gt 0 ]]; do
     --smp) smp="$2"; shift 2 ;;
     --mtu) mtu="$2"; shift 2 ;;
     --no-rdma) rdma=0; shift ;;
+    --kernel-args) kernel_args="$2"; shift 2 ;;
     --net-mcast) net_mcast="$2"; shift 2 ;;
     --ip) net_ip="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
@@ -218,6 +222,7 @@ done
 cmdline="console=ttyS0 panic=-1 quiet loglevel=4 no_timer_check"
 cmdline+=" rxe_work=$work_dir rxe_rw=$rw_spec"
 cmdline+=" rxe_stage2=$kHere/guest-stage2.sh rxe_rdma=$rdma rxe_mtu=$mtu"
+[[ -n "$kernel_args" ]] && cmdline+=" $kernel_args"
 
 # Multi-node: a virtio NIC on a QEMU multicast socket network (unprivileged on the host).
 net=()

@@ -78,6 +78,14 @@ struct TuningOptions {
 //   interval  a background thread syncs every `durability_interval`
 enum class Durability : uint8_t { none, batch, interval };
 
+// Where the write-ahead log's frames go (docs/wal_format.md, "Backends"):
+//   automatic  persistent memory (libpmem) when the log's segment files map as such (a DAX
+//              file system), else the file backend; the choice is logged with its reason
+//   file       pwritev + fdatasync
+//   pmem       libpmem; create() fails, naming the directory, when the build has no libpmem
+//              or the directory is not on a DAX file system
+enum class WalBackend : uint8_t { automatic, file, pmem };
+
 struct ChannelOptions {
   Role role = Role::leader;
   std::string node_id = "rdmarepl";
@@ -136,6 +144,7 @@ struct ChannelOptions {
   Durability durability = Durability::batch;
   std::chrono::milliseconds durability_interval{10};  // Durability::interval
   uint64_t wal_segment_bytes = 64u << 20;
+  WalBackend wal_backend = WalBackend::automatic;
   // Checkpoints (only for stores that model SnapshottableStore): one is taken in the
   // background when `checkpoint_every_bytes` of log were written since the last one, or
   // `checkpoint_every` has passed and something was written; 0 disables that trigger.
@@ -152,6 +161,7 @@ std::string_view to_string(Role r) noexcept;
 std::string_view to_string(TransportKind t) noexcept;
 std::string_view to_string(AckMode m) noexcept;
 std::string_view to_string(Durability d) noexcept;
+std::string_view to_string(WalBackend b) noexcept;
 
 // Checks the options for consistency; the error names the field, its value and the fix.
 Status validate(const ChannelOptions& options);

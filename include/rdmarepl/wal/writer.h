@@ -23,7 +23,8 @@ namespace rdmarepl::wal {
 
 namespace detail {
 class Uring;
-}
+class PmemMapping;
+}  // namespace detail
 
 enum class Durability : uint8_t {
   none,      // append returns after write(2): the OS cache holds the frame
@@ -41,13 +42,28 @@ enum class Submission : uint8_t {
 };
 const char* to_string(Submission s) noexcept;
 
+// Where frames go (docs/wal_format.md, "Backends"; the bytes in the segment files are the
+// same either way). The persistent-memory backend needs a build with libpmem
+// (RDMAREPL_HAVE_PMEM in rdmarepl/features.h) and a segment file that maps as persistent
+// memory (pmem_map_file + pmem_is_pmem: a DAX file system, or PMEM_IS_PMEM_FORCE=1).
+// The choice is made on the first segment and logged once (info) with its reason;
+// Writer::backend() says which one is in use.
+enum class Backend : uint8_t {
+  automatic,  // pmem when the first segment maps as persistent memory, else file
+  file,       // pwritev (or io_uring, see Submission) + fdatasync
+  pmem,       // pmem_memcpy_nodrain + pmem_drain into mapped segments; create() fails
+              // with an error naming the directory when it cannot be used
+};
+const char* to_string(Backend b) noexcept;
+
 struct WriterOptions {
   // 64 MiB: large enough that rotation (one extra fdatasync + directory fsync) is rare,
   // small enough that deleting covered segments after a checkpoint frees space promptly.
   uint64_t segment_size = 64u << 20;
   Durability durability = Durability::batch;
   std::chrono::milliseconds interval{10};
-  Submission submission = Submission::pwrite;
+  Submission submission = Submission::pwrite;  // file backend only
+  Backend backend = Backend::automatic;
 };
 
 // A ticket for one append: the end of its frame in this writer's byte stream. Tickets
@@ -100,10 +116,13 @@ class Writer {
   [[nodiscard]] Lsn written_lsn() const noexcept;
   [[nodiscard]] uint64_t current_segment() const noexcept;
   [[nodiscard]] WriterStats stats() const noexcept;
-  // The submission path in use: options.submission, or pwrite when io_uring was refused.
+  // The submission path in use: options.submission, or pwrite when io_uring was refused
+  // (or the pmem backend is in use, which submits nothing).
   [[nodiscard]] Submission submission() const noexcept {
     return uring_ ? Submission::io_uring : Submission::pwrite;
   }
+  // The backend in use: Backend::file or Backend::pmem, never automatic.
+  [[nodiscard]] Backend backend() const noexcept { return pmem_ ? Backend::pmem : Backend::file; }
 
   // Syncs, seals the current segment (end frame, truncated), stops the flusher. Idempotent.
   Status close();
@@ -111,9 +130,12 @@ class Writer {
  private:
   Writer(std::string dir, WriterOptions options);
   Status open_segment(uint64_t number, uint64_t first_seq, bool sync);  // mu_ held
-  Status rotate(std::unique_lock<std::mutex>& lk);                      // mu_ held
-  Status seal_current(std::unique_lock<std::mutex>& lk);                // mu_ held
-  Status fail(Error e);                                                 // mu_ held
+  // Maps the new segment `f` when the pmem backend is (or may be) in use; on the first
+  // segment decides and logs the backend. Fails when pmem is required but unusable.
+  Status map_segment(File& f, const std::string& path);   // mu_ held
+  Status rotate(std::unique_lock<std::mutex>& lk);        // mu_ held
+  Status seal_current(std::unique_lock<std::mutex>& lk);  // mu_ held
+  Status fail(Error e);                                   // mu_ held
   void flusher_loop();
 
   const std::string dir_;
@@ -123,6 +145,11 @@ class Writer {
   std::condition_variable cv_;  // a sync finished, or stop_
   File file_;
   std::unique_ptr<detail::Uring> uring_;  // set when appends go through io_uring
+  // Backend::pmem: the mapping of file_ (unmapped when the segment is sealed). pmem_ is set
+  // on the first segment, before the writer is shared, and never changes after.
+  std::unique_ptr<detail::PmemMapping> map_;
+  bool pmem_ = false;
+  bool backend_chosen_ = false;
   uint64_t segment_ = 0;
   uint64_t offset_ = 0;    // next write position in file_
   uint64_t next_seq_ = 0;  // highest seq appended + 1: the next segment header's first_seq
