@@ -266,6 +266,10 @@ void Leader::send_pending(Shard& s) noexcept {
       bool blocked = l.inflight_count + 2 >= l.inflight.size();
       transport::WriteRequest wr;
       wr.wr_id = l.next_send_bn;
+      // The follower's acknowledgement is what frees the batch; a send completion would only
+      // cost a transport acknowledgement per batch (a frame and a system call each way over
+      // TCP). The transports still retire unsignaled requests on their own.
+      wr.signaled = false;
       wr.local_addr = s.window.data() + d.offset;
       wr.length = static_cast<uint32_t>(d.len);
       wr.lkey = s.window.lkey();
