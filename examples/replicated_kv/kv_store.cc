@@ -113,7 +113,7 @@ void DigestTable::reserve(size_t keys) {
   if (want > capacity_) rehash(want);
 }
 
-void DigestTable::put(uint64_t key, uint64_t entry) noexcept {
+void DigestTable::put(uint64_t key, uint64_t entry) {
   if ((size_ + 1) * 2 > capacity_) rehash(capacity_ == 0 ? 16 : capacity_ * 2);
   size_t i = key & mask_;
   while (slots_[i].key != 0 && slots_[i].key != key) i = (i + 1) & mask_;

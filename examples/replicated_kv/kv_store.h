@@ -48,7 +48,8 @@ class DigestTable {
   void prefetch(uint64_t key) const noexcept {
     if (slots_ != nullptr) __builtin_prefetch(&slots_[key & mask_], 1);
   }
-  void put(uint64_t key, uint64_t entry) noexcept;
+  // Throws std::bad_alloc when the table must grow and no memory is left.
+  void put(uint64_t key, uint64_t entry);
   void erase(uint64_t key) noexcept;
   // Room for `keys` entries without growing.
   void reserve(size_t keys);
