@@ -6,6 +6,9 @@
 #include <charconv>
 #include <cstring>
 #include <functional>
+#include <new>
+
+#include <sys/mman.h>
 
 namespace rdmarepl::kvdemo {
 
@@ -67,7 +70,84 @@ uint64_t key_hash(std::string_view key) noexcept {
   return hash_bytes(key, 0xa4093822299f31d0ull);
 }
 
+constexpr size_t kHugePage = 2u << 20;
+
 }  // namespace
+
+DigestTable::~DigestTable() {
+  if (map_ != nullptr) ::munmap(map_, map_bytes_);
+}
+
+void DigestTable::rehash(size_t capacity) {
+  // Anonymous memory is zero: every slot starts empty. The slots start at a 2 MiB boundary
+  // so that the kernel can back them with huge pages.
+  const size_t bytes = capacity * sizeof(Slot);
+  const size_t map_bytes = bytes + (bytes >= kHugePage ? kHugePage : 0);
+  void* map =
+      ::mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (map == MAP_FAILED) throw std::bad_alloc();
+  auto* slots = static_cast<Slot*>(map);
+  if (bytes >= kHugePage) {
+    const auto at = (reinterpret_cast<uintptr_t>(map) + kHugePage - 1) & ~uintptr_t{kHugePage - 1};
+    slots = reinterpret_cast<Slot*>(at);
+    (void)::madvise(slots, bytes, MADV_HUGEPAGE);  // a hint: without it, 4 KiB pages
+  }
+  Slot* old = slots_;
+  const size_t old_capacity = capacity_;
+  void* old_map = map_;
+  const size_t old_map_bytes = map_bytes_;
+  slots_ = slots;
+  capacity_ = capacity;
+  mask_ = capacity - 1;
+  map_ = map;
+  map_bytes_ = map_bytes;
+  size_ = 0;
+  for (size_t i = 0; i < old_capacity; ++i)
+    if (old[i].key != 0) put(old[i].key, old[i].entry);
+  if (old_map != nullptr) ::munmap(old_map, old_map_bytes);
+}
+
+void DigestTable::reserve(size_t keys) {
+  size_t want = 16;
+  while (want / 2 < keys) want *= 2;
+  if (want > capacity_) rehash(want);
+}
+
+void DigestTable::put(uint64_t key, uint64_t entry) {
+  if ((size_ + 1) * 2 > capacity_) rehash(capacity_ == 0 ? 16 : capacity_ * 2);
+  size_t i = key & mask_;
+  while (slots_[i].key != 0 && slots_[i].key != key) i = (i + 1) & mask_;
+  if (slots_[i].key == 0) ++size_;
+  slots_[i] = Slot{key, entry};
+}
+
+void DigestTable::erase(uint64_t key) noexcept {
+  if (capacity_ == 0) return;
+  size_t i = key & mask_;
+  while (slots_[i].key != key) {
+    if (slots_[i].key == 0) return;
+    i = (i + 1) & mask_;
+  }
+  // Backward-shift deletion: move later entries of the probe run into the hole, so that no
+  // tombstones are needed and every lookup still stops at the first empty slot.
+  size_t hole = i;
+  for (size_t j = (i + 1) & mask_; slots_[j].key != 0; j = (j + 1) & mask_) {
+    const size_t home = slots_[j].key & mask_;
+    // The entry at j may move to the hole when its home is not in (hole, j] (cyclically).
+    const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+    if (stays) continue;
+    slots_[hole] = slots_[j];
+    hole = j;
+  }
+  slots_[hole] = Slot{0, 0};
+  --size_;
+}
+
+uint64_t DigestTable::sum() const noexcept {
+  uint64_t s = 0;
+  for (size_t i = 0; i < capacity_; ++i) s += slots_[i].entry;  // empty slots hold 0
+  return s;
+}
 
 uint64_t entry_hash(std::string_view key, std::string_view value) noexcept {
   uint64_t hk = hash_bytes(key, 0x243f6a8885a308d3ull);
@@ -91,10 +171,13 @@ bool Digest::parse(std::string_view text, Digest& out) {
 
 void KvStore::put(std::string_view key, std::string_view value) {
   if (mode_ == Mode::kDigestOnly) {
-    uint64_t h = entry_hash(key, value);
-    uint64_t k = key_hash(key);
+    // The slot is fetched while the value is hashed: with a table far larger than the
+    // cache, that miss would otherwise cost as much as everything else here.
+    const uint64_t k = DigestTable::slot_key(key_hash(key));
     std::lock_guard lock(mu_);
-    hashes_[k] = h;
+    hashes_.prefetch(k);
+    const uint64_t h = entry_hash(key, value);
+    hashes_.put(k, h);
     return;
   }
   std::lock_guard lock(mu_);
@@ -111,7 +194,7 @@ void KvStore::put(std::string_view key, std::string_view value) {
 void KvStore::erase(std::string_view key) {
   std::lock_guard lock(mu_);
   if (mode_ == Mode::kDigestOnly) {
-    hashes_.erase(key_hash(key));
+    hashes_.erase(DigestTable::slot_key(key_hash(key)));
     return;
   }
   auto it = map_.find(std::string(key));
@@ -151,7 +234,7 @@ Digest KvStore::digest() const {
   std::lock_guard lock(mu_);
   Digest d;
   if (mode_ == Mode::kDigestOnly) {
-    for (const auto& [k, h] : hashes_) d.sum += h;
+    d.sum = hashes_.sum();
     d.entries = hashes_.size();
     return d;
   }

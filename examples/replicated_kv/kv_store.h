@@ -28,6 +28,50 @@ struct Digest {
 // The hash of one entry; a change to either the key or the value changes it.
 uint64_t entry_hash(std::string_view key, std::string_view value) noexcept;
 
+// The digest-only store's table: key hash -> entry hash, open addressing with linear probing
+// in one flat array (no node per key, one cache line touched per put in the common case),
+// at most half full, grown by doubling. The array is mapped with transparent huge pages when
+// the kernel allows it: at a million keys it is 32 MiB, and with 4 KiB pages nearly every
+// put would also miss the TLB. A key hash of 0 marks an empty slot, so key hash 0 is stored
+// as 1 (such keys share an entry, identically on every node, like any 64-bit collision).
+class DigestTable {
+ public:
+  DigestTable() = default;
+  DigestTable(const DigestTable&) = delete;
+  DigestTable& operator=(const DigestTable&) = delete;
+  ~DigestTable();
+
+  static constexpr uint64_t slot_key(uint64_t key_hash) noexcept {
+    return key_hash == 0 ? 1 : key_hash;
+  }
+  // Hints the cache about the slot `key` probes first (a put soon after does not wait for it).
+  void prefetch(uint64_t key) const noexcept {
+    if (slots_ != nullptr) __builtin_prefetch(&slots_[key & mask_], 1);
+  }
+  // Throws std::bad_alloc when the table must grow and no memory is left.
+  void put(uint64_t key, uint64_t entry);
+  void erase(uint64_t key) noexcept;
+  // Room for `keys` entries without growing.
+  void reserve(size_t keys);
+  [[nodiscard]] size_t size() const noexcept { return size_; }
+  // Sum (mod 2^64) of every entry hash.
+  [[nodiscard]] uint64_t sum() const noexcept;
+
+ private:
+  struct Slot {
+    uint64_t key;  // 0: empty
+    uint64_t entry;
+  };
+  void rehash(size_t capacity);
+
+  Slot* slots_ = nullptr;
+  size_t capacity_ = 0;  // a power of two, or 0
+  size_t mask_ = 0;
+  size_t size_ = 0;
+  size_t map_bytes_ = 0;  // of the mapping that holds slots_
+  void* map_ = nullptr;
+};
+
 // Thread-safe: apply() runs on the channel's poller thread while the control thread may ask
 // for a digest. The lock is uncontended in steady state.
 class KvStore {
@@ -62,7 +106,7 @@ class KvStore {
   Mode mode_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::string> map_;
-  std::unordered_map<uint64_t, uint64_t> hashes_;  // kDigestOnly: key hash -> entry hash
+  DigestTable hashes_;  // kDigestOnly: key hash -> entry hash
   uint64_t bytes_ = 0;
 };
 

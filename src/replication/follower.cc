@@ -274,6 +274,7 @@ size_t Follower::send_ack(Shard& s) noexcept {
   ack.remote_addr = target.addr;
   ack.rkey = target.rkey;
   ack.imm = make_imm(ImmKind::ack, static_cast<uint32_t>(seq));
+  ack.signaled = false;  // nothing waits for its completion; errors still complete
   const auto st = s.conn->post_writes(std::span<const transport::WriteRequest>(&ack, 1));
   if (st != transport::PostStatus::ok) {
     drop(s, "sending the acknowledgement failed");

@@ -128,6 +128,21 @@ Leader::Room Leader::make_room(Shard& s, uint64_t len) noexcept {
   }
 }
 
+// Lets the open batch grow by `delta` in place by evicting the oldest batches, when they
+// are what stands right after it. Without this the open batch could only grow into the space
+// a make_room() had freed for it, so once the window had wrapped every batch was sealed at
+// about the size of the batch it replaced, and batches sealed small (by the flush delay at
+// start-up) stayed small for the rest of the run.
+bool Leader::extend_room(Shard& s, uint64_t delta) noexcept {
+  while (!s.space.can_extend(delta)) {
+    // Free space after the newest entry reaches the end of the window: evicting frees
+    // space at its start, which does not help; the batch is sealed and the next one wraps.
+    if (s.space.head() > s.space.tail()) return false;
+    if (!evict_oldest(s)) return false;
+  }
+  return true;
+}
+
 void Leader::seal_open(Shard& s) noexcept {
   if (!s.open_active) return;
   BatchDesc d;
@@ -169,7 +184,7 @@ WriteResult Leader::write(Op op, std::string_view key, std::string_view value) n
     if (s.open_active) {
       const uint64_t cur = align_batch(s.open.size());
       const uint64_t next = align_batch(s.open.size() + rec);
-      if (next == cur || s.space.can_extend(next - cur)) {
+      if (next == cur || s.space.can_extend(next - cur) || extend_room(s, next - cur)) {
         s.space.extend(next - cur);
         s.open_consumed += next - cur;
         break;
@@ -251,6 +266,10 @@ void Leader::send_pending(Shard& s) noexcept {
       bool blocked = l.inflight_count + 2 >= l.inflight.size();
       transport::WriteRequest wr;
       wr.wr_id = l.next_send_bn;
+      // The follower's acknowledgement is what frees the batch; a send completion would only
+      // cost a transport acknowledgement per batch (a frame and a system call each way over
+      // TCP). The transports still retire unsignaled requests on their own.
+      wr.signaled = false;
       wr.local_addr = s.window.data() + d.offset;
       wr.length = static_cast<uint32_t>(d.len);
       wr.lkey = s.window.lkey();

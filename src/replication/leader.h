@@ -133,6 +133,7 @@ class Leader final : public CoreBase {
   enum class Room : uint8_t { ok, evicted, stalled };
   Room make_room(Shard& s, uint64_t len) noexcept;
   bool evict_oldest(Shard& s) noexcept;
+  bool extend_room(Shard& s, uint64_t delta) noexcept;
   void seal_open(Shard& s) noexcept;
   void push_desc(Shard& s, const BatchDesc& d) noexcept;
   void send_pending(Shard& s) noexcept;
