@@ -35,6 +35,22 @@ namespace rdmarepl::replication::detail {
 inline constexpr uint32_t kChannelCheckpointMagic = 0x52434853u;
 inline constexpr size_t kChannelCheckpointFixed = 16;
 
+// The per-shard last seqs in the channel prefix of a checkpoint payload (kChannelCheckpoint-
+// Magic); Errc::corrupt or invalid_argument (another shard count) naming `what` otherwise.
+// The store's snapshot bytes follow at kChannelCheckpointFixed + 8 * shards.
+Result<std::vector<uint64_t>> parse_checkpoint_prefix(std::span<const uint8_t> payload,
+                                                      uint32_t shards, const std::string& what);
+
+// Feeds bytes held in memory to Store::restore.
+class SpanSnapshotReader final : public SnapshotReader {
+ public:
+  explicit SpanSnapshotReader(std::span<const uint8_t> bytes) : bytes_(bytes) {}
+  Result<size_t> read(void* data, size_t size) override;
+
+ private:
+  std::span<const uint8_t> bytes_;
+};
+
 class Wal {
  public:
   // The lsn append() returns when the log refused the batch (I/O failure): never durable.
@@ -82,6 +98,16 @@ class Wal {
   [[nodiscard]] uint64_t checkpoints() const noexcept {
     return checkpoints_.load(std::memory_order_relaxed);
   }
+  // Installs a checkpoint payload received from the leader (channel prefix, then the store's
+  // snapshot) as the newest state: runs `locked` (which restores the store and the engine's
+  // seqs) with every shard locked and, when it succeeded, sets the log's per-shard seqs to
+  // `seqs` and reserves a new frame number for the checkpoint; then, with no shard lock held,
+  // writes the payload as this log's checkpoint of that frame (fsynced, renamed), so a
+  // restart recovers from it and never replays the frames before it. The caller makes sure
+  // no batch is appended until this returns. A failed write fails the log like a failed
+  // append (nothing is acknowledged any more; restart the node).
+  Status install_checkpoint(std::span<const uint8_t> payload, const std::vector<uint64_t>& seqs,
+                            const std::function<Status()>& locked);
   // Tests: while held, the syncer starts no fdatasync (Durability::batch), so nothing new
   // becomes durable; release to resume.
   void hold_syncs(bool hold) noexcept;
