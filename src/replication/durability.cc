@@ -196,6 +196,9 @@ Result<std::unique_ptr<Wal>> Wal::open(const ChannelOptions& options, const Stor
   const auto& info = self->log_->recovery();
   self->frames_ = info.last_seq;
   self->shard_seq_ = rec.seqs();
+  self->starts_.resize(kSegmentStarts);
+  for (auto& e : self->starts_) e.seqs.resize(options.shards);
+  self->note_segment_start(self->log_->writer().current_segment());
   self->checkpoint_frame_ = info.had_checkpoint ? info.checkpoint_seq : 0;
   self->checkpoint_bytes_ = 0;
   self->checkpoint_time_ = std::chrono::steady_clock::now();
@@ -244,6 +247,7 @@ uint64_t Wal::append(uint32_t shard, std::span<const std::byte> batch, uint64_t 
     std::lock_guard lk(append_mu_);
     if (failed_) return kFailed;
     const uint64_t frame = frames_ + 1;
+    const uint64_t segment = log_->writer().current_segment();
     auto r = log_->append(batch, frame, frame, record_count);
     if (!r) {
       failed_ = true;
@@ -255,6 +259,10 @@ uint64_t Wal::append(uint32_t shard, std::span<const std::byte> batch, uint64_t 
       return kFailed;
     }
     frames_ = frame;
+    // The writer rotates before a frame that does not fit: this frame opens the new segment
+    // and every earlier one is in the segments before it.
+    const uint64_t now_in = log_->writer().current_segment();
+    if (now_in != segment) note_segment_start(now_in);
     shard_seq_[shard] = std::max(shard_seq_[shard], last_seq);
     lsn = *r;
   }
@@ -266,6 +274,25 @@ uint64_t Wal::append(uint32_t shard, std::span<const std::byte> batch, uint64_t 
     sync_cv_.notify_one();
   }
   return lsn;
+}
+
+void Wal::note_segment_start(uint64_t segment) noexcept {
+  SegmentStart& e = starts_[starts_count_ % starts_.size()];
+  e.segment = segment;
+  std::copy(shard_seq_.begin(), shard_seq_.end(), e.seqs.begin());  // no allocation
+  ++starts_count_;
+}
+
+uint64_t Wal::catchup_segment(uint32_t shard, uint64_t after) noexcept {
+  std::lock_guard lk(append_mu_);
+  const size_t n = std::min(starts_count_, starts_.size());
+  // Newest first: the first segment whose earlier segments hold nothing of the shard after
+  // `after`.
+  for (size_t i = 0; i < n; ++i) {
+    const SegmentStart& e = starts_[(starts_count_ - 1 - i) % starts_.size()];
+    if (shard < e.seqs.size() && e.seqs[shard] <= after) return e.segment;
+  }
+  return 0;
 }
 
 void Wal::sync_loop() noexcept {

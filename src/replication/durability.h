@@ -98,6 +98,13 @@ class Wal {
   [[nodiscard]] uint64_t checkpoints() const noexcept {
     return checkpoints_.load(std::memory_order_relaxed);
   }
+  // Catch-up: the number of the newest segment that every record of `shard` after seq
+  // `after` is in or after (a reader may start there), or 0 (start at the oldest) when the
+  // log does not remember that far back: it notes the per-shard seqs at the start of the
+  // last kSegmentStarts segments written since it was opened.
+  [[nodiscard]] uint64_t catchup_segment(uint32_t shard, uint64_t after) noexcept;
+  static constexpr size_t kSegmentStarts = 64;
+
   // Installs a checkpoint payload received from the leader (channel prefix, then the store's
   // snapshot) as the newest state: runs `locked` (which restores the store and the engine's
   // seqs) with every shard locked and, when it succeeded, sets the log's per-shard seqs to
@@ -130,6 +137,15 @@ class Wal {
   uint64_t frames_ = 0;              // last frame number appended
   std::vector<uint64_t> shard_seq_;  // last seq appended per shard
   bool failed_ = false;
+  // Per segment opened by this writer, the last seq of each shard in the segments before it
+  // (circular, kSegmentStarts entries allocated at open(); under append_mu_).
+  struct SegmentStart {
+    uint64_t segment = 0;
+    std::vector<uint64_t> seqs;
+  };
+  std::vector<SegmentStart> starts_;
+  size_t starts_count_ = 0;  // entries written so far (the newest is (count - 1) % size)
+  void note_segment_start(uint64_t segment) noexcept;
 
   std::mutex mu_;                    // threads
   std::condition_variable cv_;       // checkpointer: stop

@@ -157,7 +157,14 @@ bool Leader::catchup_link(Shard& s, Link& l) noexcept {
   auto gone = [&] {
     return !l.up.load(std::memory_order_relaxed) || !l.wal_catchup || l.generation != generation;
   };
-  auto reader = wal::LogReader::open(wal_->dir(), nullptr);
+  uint64_t from_acked = 0;
+  {
+    std::lock_guard lock(s.mu);
+    from_acked = l.acked_seq.load(std::memory_order_relaxed);
+  }
+  // Start at the segment that can hold the follower's next seq, not at the oldest one.
+  auto reader =
+      wal::LogReader::open(wal_->dir(), nullptr, wal_->catchup_segment(s.index, from_acked));
   if (!reader) {
     std::lock_guard lock(s.mu);
     link_down(s, l,
@@ -220,7 +227,8 @@ bool Leader::catchup_link(Shard& s, Link& l) noexcept {
         return false;
       }
       // Frames appended after this pass loaded its segments: read the log again.
-      auto again = wal::LogReader::open(wal_->dir(), nullptr);
+      auto again =
+          wal::LogReader::open(wal_->dir(), nullptr, wal_->catchup_segment(s.index, acked));
       if (!again) return false;
       reader = std::move(again);
       found_in_pass = false;
