@@ -531,22 +531,40 @@ struct ApplyOnlyStore {
 
 }  // namespace
 
-TEST_CASE(
-    "a follower the leader's log no longer reaches is shipped a checkpoint, then the log tail, "
-    "while writes continue",
-    "[durability][concurrency]") {
+// A follower stops, the leader writes until its log no longer reaches back to it, the
+// follower comes back: checkpoint, then the log tail, while writes continue; then a restart
+// of that follower recovers from the received checkpoint. Over the loopback transport, or
+// TCP on 127.0.0.1 (`tcp`).
+static void ship_scenario(bool tcp, uint16_t port0) {
   TempDir ldir, fdir;
   auto fabric = std::make_shared<LoopbackFabric>();
-  const auto o = shipping_options();
-  auto lo = leader_options(o, {31600, 31601}, ldir.path());
-  lo.catchup_bytes_per_sec = 16 << 20;  // paced catch-up (checkpoint chunks and batches)
-  const auto f2o = follower_options(o, 31601, fdir.path());
+  auto o = shipping_options();
+  if (tcp) o.transport = TransportKind::tcp;
+  auto follower_at = [&](uint16_t port, const std::string& wal) {
+    auto f = follower_options(o, port, wal);
+    if (tcp) f.listen = {"127.0.0.1", port};
+    return f;
+  };
+  auto open = [&](const ChannelOptions& co, MapStore& store) {
+    if (!tcp) return make(co, store, fabric);
+    auto ch = Channel::create(co, store);
+    INFO((ch.ok() ? std::string() : ch.error().message()));
+    REQUIRE(ch.ok());
+    return std::move(ch).value();
+  };
   MapStore expected;  // the leader's store: the application applies each write to it first
   MapStore f1store;
-  auto f1 = make(follower_options(o, 31600, ""), f1store, fabric);
+  auto f1 = open(follower_at(tcp ? 0 : port0, ""), f1store);
   auto f2store = std::make_unique<MapStore>();
-  auto f2 = make(f2o, *f2store, fabric);
-  auto leader = make(lo, expected, fabric);
+  auto f2 = open(follower_at(tcp ? 0 : static_cast<uint16_t>(port0 + 1), fdir.path()), *f2store);
+  const uint16_t p1 = tcp ? f1->local_endpoint().port : port0;
+  const uint16_t p2 = tcp ? f2->local_endpoint().port : static_cast<uint16_t>(port0 + 1);
+  const auto f2o = follower_at(p2, fdir.path());
+  auto lo = leader_options(o, {p1, p2}, ldir.path());
+  if (tcp)
+    for (auto& peer : lo.peers) peer.host = "127.0.0.1";
+  lo.catchup_bytes_per_sec = 16 << 20;  // paced catch-up (checkpoint chunks and batches)
+  auto leader = open(lo, expected);
   wait_committed(*leader, write_records(*leader, expected, 500, 30));
   REQUIRE(leader->wait_all_acked(30s).ok());
   std::vector<uint64_t> away_at;
@@ -559,7 +577,7 @@ TEST_CASE(
   // Back: it recovers its old state from its own log and needs seqs the leader's log no
   // longer holds.
   f2store = std::make_unique<MapStore>();
-  f2 = make(f2o, *f2store, fabric);
+  f2 = open(f2o, *f2store);
   for (uint32_t s = 0; s < o.shards; ++s) CHECK(f2->applied_seq(s) == away_at[s]);
   wait_committed(*leader, write_records(*leader, expected, 3000, 40, 200));  // meanwhile
   auto st = leader->wait_all_acked(60s);
@@ -580,12 +598,23 @@ TEST_CASE(
   f2.reset();
   CHECK_FALSE(wal::list_checkpoints(fdir.path())->empty());
   f2store = std::make_unique<MapStore>();
-  f2 = make(f2o, *f2store, fabric);
+  f2 = open(f2o, *f2store);
   CHECK(f2store->digest() == expected.digest());
   for (uint32_t s = 0; s < o.shards; ++s) CHECK(f2->applied_seq(s) == seqs[s]);
   wait_committed(*leader, write_records(*leader, expected, 500, 41));
   REQUIRE(leader->wait_all_acked(30s).ok());
   CHECK(f2store->digest() == expected.digest());
+}
+
+TEST_CASE(
+    "a follower the leader's log no longer reaches is shipped a checkpoint, then the log tail, "
+    "while writes continue",
+    "[durability][concurrency]") {
+  ship_scenario(false, 31600);
+}
+
+TEST_CASE("checkpoint shipping over the TCP transport", "[durability][concurrency]") {
+  ship_scenario(true, 0);
 }
 
 TEST_CASE(
@@ -694,8 +723,7 @@ TEST_CASE("catch-up starts reading the log at the segment that can hold the foll
     const auto shard = static_cast<uint32_t>(rng() % o.shards);
     const auto count = static_cast<uint32_t>(1 + rng() % 5);
     seqs[shard] += count;
-    REQUIRE((*w)->append(shard, batch, seqs[shard], count) !=
-            replication::detail::Wal::kFailed);
+    REQUIRE((*w)->append(shard, batch, seqs[shard], count) != replication::detail::Wal::kFailed);
     frames.push_back({shard, seqs[shard]});
   }
   bool skipped = false;
