@@ -533,13 +533,14 @@ struct ApplyOnlyStore {
 
 // A follower stops, the leader writes until its log no longer reaches back to it, the
 // follower comes back: checkpoint, then the log tail, while writes continue; then a restart
-// of that follower recovers from the received checkpoint. Over the loopback transport, or
-// TCP on 127.0.0.1 (`tcp`).
-static void ship_scenario(bool tcp, uint16_t port0) {
+// of that follower recovers from the received checkpoint. Over the loopback transport
+// (`kind` = automatic), or the real TCP or verbs transport on 127.0.0.1.
+static void ship_scenario(TransportKind kind, uint16_t port0) {
   TempDir ldir, fdir;
   auto fabric = std::make_shared<LoopbackFabric>();
   auto o = shipping_options();
-  if (tcp) o.transport = TransportKind::tcp;
+  const bool tcp = kind != TransportKind::automatic;  // a real transport, not loopback
+  if (tcp) o.transport = kind;
   auto follower_at = [&](uint16_t port, const std::string& wal) {
     auto f = follower_options(o, port, wal);
     if (tcp) f.listen = {"127.0.0.1", port};
@@ -610,11 +611,17 @@ TEST_CASE(
     "a follower the leader's log no longer reaches is shipped a checkpoint, then the log tail, "
     "while writes continue",
     "[durability][concurrency]") {
-  ship_scenario(false, 31600);
+  ship_scenario(TransportKind::automatic, 31600);
 }
 
 TEST_CASE("checkpoint shipping over the TCP transport", "[durability][concurrency]") {
-  ship_scenario(true, 0);
+  ship_scenario(TransportKind::tcp, 0);
+}
+
+// Hidden: needs an RDMA device; run inside the Soft-RoCE VM by the rxe test
+// rxe_checkpoint_shipping_verbs (tests/rxe/CMakeLists.txt).
+TEST_CASE("checkpoint shipping over the verbs transport", "[durability][.verbs]") {
+  ship_scenario(TransportKind::verbs, 0);
 }
 
 TEST_CASE(
