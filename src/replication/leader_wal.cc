@@ -449,6 +449,9 @@ Status Leader::ship_checkpoint(Shard& s, Link& l, uint64_t generation, uint64_t 
           }
           if (offset == total) {
             l.shipping = false;
+            // Counted before the acked seq moves: whoever sees the follower caught up sees
+            // the shipment counted.
+            ChannelMetrics::add(metrics_.checkpoints_shipped);
             if (covers > l.acked_seq.load(std::memory_order_relaxed))
               l.acked_seq.store(covers, std::memory_order_release);
           }
@@ -463,7 +466,6 @@ Status Leader::ship_checkpoint(Shard& s, Link& l, uint64_t generation, uint64_t 
       "rdmarepl leader: follower {} shard {}: checkpoint {} installed ({} bytes in {} ms); "
       "streaming the log after it",
       peer.to_string(), s.index, in.path(), total, ms);
-  ChannelMetrics::add(metrics_.checkpoints_shipped);
   return ok_status();
 }
 
