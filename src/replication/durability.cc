@@ -50,6 +50,19 @@ Status read_exact(wal::CheckpointReader& in, uint8_t* out, size_t n, const std::
   return ok_status();
 }
 
+// The channel prefix of a checkpoint read from a file: its fixed part, then the seqs.
+Result<std::vector<uint64_t>> read_prefix(wal::CheckpointReader& ck, uint32_t shards) {
+  std::vector<uint8_t> head(kChannelCheckpointFixed);
+  RDMAREPL_TRY(read_exact(ck, head.data(), head.size(), ck.path()));
+  const uint32_t have = load_be32(head.data() + 8);
+  if (have == shards) {
+    head.resize(kChannelCheckpointFixed + 8 * size_t{shards});
+    RDMAREPL_TRY(read_exact(ck, head.data() + kChannelCheckpointFixed,
+                            head.size() - kChannelCheckpointFixed, ck.path()));
+  }
+  return parse_checkpoint_prefix(head, shards, "checkpoint " + ck.path());
+}
+
 // Applies checkpoints and logged batches to the store, tracking the seq of every shard.
 class Recovery final : public wal::RecoveryHandler {
  public:
@@ -57,22 +70,9 @@ class Recovery final : public wal::RecoveryHandler {
       : o_(o), store_(store), on_batch_(on_batch), seq_(o.shards, 0) {}
 
   Status restore(wal::CheckpointReader& ck) override {
-    uint8_t fixed[kChannelCheckpointFixed];
-    RDMAREPL_TRY(read_exact(ck, fixed, sizeof fixed, ck.path()));
-    const uint32_t shards = load_be32(fixed + 8);
-    if (load_be32(fixed) != kChannelCheckpointMagic || load_be16(fixed + 4) != 1)
-      return Error(Errc::corrupt, fmt::format("checkpoint {} was not written by a replication "
-                                              "channel of this version; point wal_dir at the "
-                                              "channel's own directory",
-                                              ck.path()));
-    if (shards != o_.shards)
-      return Error(Errc::invalid_argument,
-                   fmt::format("checkpoint {} holds {} shards but ChannelOptions::shards = {}; "
-                               "reopen the log with the shard count it was written with",
-                               ck.path(), shards, o_.shards));
-    std::vector<uint8_t> seqs(8 * size_t{shards});
-    RDMAREPL_TRY(read_exact(ck, seqs.data(), seqs.size(), ck.path()));
-    for (uint32_t i = 0; i < shards; ++i) seq_[i] = load_be64(seqs.data() + 8 * size_t{i});
+    auto seqs = read_prefix(ck, o_.shards);
+    if (!seqs) return std::move(seqs).error();
+    seq_ = std::move(*seqs);
     if (store_.restore == nullptr)
       return Error(Errc::unsupported,
                    fmt::format("{} holds checkpoint {} but the store does not model "
@@ -142,6 +142,35 @@ wal::Durability writer_durability(Durability d) {
 
 }  // namespace
 
+Result<std::vector<uint64_t>> parse_checkpoint_prefix(std::span<const uint8_t> payload,
+                                                      uint32_t shards, const std::string& what) {
+  if (payload.size() < kChannelCheckpointFixed ||
+      load_be32(payload.data()) != kChannelCheckpointMagic || load_be16(payload.data() + 4) != 1)
+    return Error(Errc::corrupt, fmt::format("{} was not written by a replication channel of this "
+                                            "version; point wal_dir at the channel's own "
+                                            "directory and run the same rdmarepl version",
+                                            what));
+  const uint32_t have = load_be32(payload.data() + 8);
+  if (have != shards)
+    return Error(Errc::invalid_argument,
+                 fmt::format("{} holds {} shards but ChannelOptions::shards = {}; use the shard "
+                             "count it was written with",
+                             what, have, shards));
+  if (payload.size() < kChannelCheckpointFixed + 8 * size_t{shards})
+    return Error(Errc::corrupt, fmt::format("{} is shorter than its channel header", what));
+  std::vector<uint64_t> seqs(shards);
+  for (uint32_t i = 0; i < shards; ++i)
+    seqs[i] = load_be64(payload.data() + kChannelCheckpointFixed + 8 * size_t{i});
+  return seqs;
+}
+
+Result<size_t> SpanSnapshotReader::read(void* data, size_t size) {
+  const size_t n = std::min(size, bytes_.size());
+  if (n != 0) std::memcpy(data, bytes_.data(), n);
+  bytes_ = bytes_.subspan(n);
+  return n;
+}
+
 Wal::Wal(const ChannelOptions& options, const StoreHooks& store)
     : options_(options),
       store_(store),
@@ -170,6 +199,9 @@ Result<std::unique_ptr<Wal>> Wal::open(const ChannelOptions& options, const Stor
   const auto& info = self->log_->recovery();
   self->frames_ = info.last_seq;
   self->shard_seq_ = rec.seqs();
+  self->starts_.resize(kSegmentStarts);
+  for (auto& e : self->starts_) e.seqs.resize(options.shards);
+  self->note_segment_start(self->log_->writer().current_segment());
   self->checkpoint_frame_ = info.had_checkpoint ? info.checkpoint_seq : 0;
   self->checkpoint_bytes_ = 0;
   self->checkpoint_time_ = std::chrono::steady_clock::now();
@@ -218,6 +250,7 @@ uint64_t Wal::append(uint32_t shard, std::span<const std::byte> batch, uint64_t 
     std::lock_guard lk(append_mu_);
     if (failed_) return kFailed;
     const uint64_t frame = frames_ + 1;
+    const uint64_t segment = log_->writer().current_segment();
     auto r = log_->append(batch, frame, frame, record_count);
     if (!r) {
       failed_ = true;
@@ -229,6 +262,10 @@ uint64_t Wal::append(uint32_t shard, std::span<const std::byte> batch, uint64_t 
       return kFailed;
     }
     frames_ = frame;
+    // The writer rotates before a frame that does not fit: this frame opens the new segment
+    // and every earlier one is in the segments before it.
+    const uint64_t now_in = log_->writer().current_segment();
+    if (now_in != segment) note_segment_start(now_in);
     shard_seq_[shard] = std::max(shard_seq_[shard], last_seq);
     lsn = *r;
   }
@@ -240,6 +277,25 @@ uint64_t Wal::append(uint32_t shard, std::span<const std::byte> batch, uint64_t 
     sync_cv_.notify_one();
   }
   return lsn;
+}
+
+void Wal::note_segment_start(uint64_t segment) noexcept {
+  SegmentStart& e = starts_[starts_count_ % starts_.size()];
+  e.segment = segment;
+  std::copy(shard_seq_.begin(), shard_seq_.end(), e.seqs.begin());  // no allocation
+  ++starts_count_;
+}
+
+uint64_t Wal::catchup_segment(uint32_t shard, uint64_t after) noexcept {
+  std::lock_guard lk(append_mu_);
+  const size_t n = std::min(starts_count_, starts_.size());
+  // Newest first: the first segment whose earlier segments hold nothing of the shard after
+  // `after`.
+  for (size_t i = 0; i < n; ++i) {
+    const SegmentStart& e = starts_[(starts_count_ - 1 - i) % starts_.size()];
+    if (shard < e.seqs.size() && e.seqs[shard] <= after) return e.segment;
+  }
+  return 0;
 }
 
 void Wal::sync_loop() noexcept {
@@ -343,6 +399,53 @@ Status Wal::checkpoint() {
   checkpoints_.fetch_add(1, std::memory_order_relaxed);
   log::info("rdmarepl {}: checkpoint of frame {} written to {}", to_string(options_.role), frame,
             options_.wal_dir);
+  return ok_status();
+}
+
+}  // namespace rdmarepl::replication::detail
+
+namespace rdmarepl::replication::detail {
+
+Status Wal::install_checkpoint(std::span<const uint8_t> payload, const std::vector<uint64_t>& seqs,
+                               const std::function<Status()>& locked) {
+  std::lock_guard ck(checkpoint_mu_);  // no checkpoint of our own meanwhile
+  Status restored = ok_status();
+  uint64_t frame = 0;
+  auto cut = [&] {
+    restored = locked();
+    if (!restored) return;
+    std::lock_guard lk(append_mu_);
+    frame = ++frames_;  // a number no frame uses: the frames after it follow the checkpoint
+    shard_seq_ = seqs;
+  };
+  if (lock_all_)
+    lock_all_(cut);
+  else
+    cut();
+  if (!restored) return restored;
+  auto fail = [&](const Error& e) {
+    {
+      std::lock_guard lk(append_mu_);
+      failed_ = true;
+    }
+    log::error(
+        "rdmarepl {}: writing the checkpoint received from the leader to {} failed: {}; batches "
+        "are no longer acknowledged. Fix the disk and restart the node: it recovers from its "
+        "log and is sent the checkpoint again",
+        to_string(options_.role), options_.wal_dir, e.to_string());
+    return Error(e.code(), fmt::format("writing the received checkpoint to {} failed: {}",
+                                       options_.wal_dir, e.message()));
+  };
+  auto w = log_->begin_checkpoint(frame);
+  if (!w) return fail(w.error());
+  if (auto st = w->append(payload); !st) return fail(st.error());
+  if (auto st = log_->commit_checkpoint(*w); !st) return fail(st.error());
+  checkpoint_frame_ = frame;
+  checkpoint_bytes_ = log_->writer().stats().bytes;
+  checkpoint_time_ = std::chrono::steady_clock::now();
+  checkpoints_.fetch_add(1, std::memory_order_relaxed);
+  log::info("rdmarepl {}: checkpoint received from the leader written to {} as frame {}",
+            to_string(options_.role), options_.wal_dir, frame);
   return ok_status();
 }
 

@@ -35,6 +35,22 @@ namespace rdmarepl::replication::detail {
 inline constexpr uint32_t kChannelCheckpointMagic = 0x52434853u;
 inline constexpr size_t kChannelCheckpointFixed = 16;
 
+// The per-shard last seqs in the channel prefix of a checkpoint payload (kChannelCheckpoint-
+// Magic); Errc::corrupt or invalid_argument (another shard count) naming `what` otherwise.
+// The store's snapshot bytes follow at kChannelCheckpointFixed + 8 * shards.
+Result<std::vector<uint64_t>> parse_checkpoint_prefix(std::span<const uint8_t> payload,
+                                                      uint32_t shards, const std::string& what);
+
+// Feeds bytes held in memory to Store::restore.
+class SpanSnapshotReader final : public SnapshotReader {
+ public:
+  explicit SpanSnapshotReader(std::span<const uint8_t> bytes) : bytes_(bytes) {}
+  Result<size_t> read(void* data, size_t size) override;
+
+ private:
+  std::span<const uint8_t> bytes_;
+};
+
 class Wal {
  public:
   // The lsn append() returns when the log refused the batch (I/O failure): never durable.
@@ -82,6 +98,23 @@ class Wal {
   [[nodiscard]] uint64_t checkpoints() const noexcept {
     return checkpoints_.load(std::memory_order_relaxed);
   }
+  // Catch-up: the number of the newest segment that every record of `shard` after seq
+  // `after` is in or after (a reader may start there), or 0 (start at the oldest) when the
+  // log does not remember that far back: it notes the per-shard seqs at the start of the
+  // last kSegmentStarts segments written since it was opened.
+  [[nodiscard]] uint64_t catchup_segment(uint32_t shard, uint64_t after) noexcept;
+  static constexpr size_t kSegmentStarts = 64;
+
+  // Installs a checkpoint payload received from the leader (channel prefix, then the store's
+  // snapshot) as the newest state: runs `locked` (which restores the store and the engine's
+  // seqs) with every shard locked and, when it succeeded, sets the log's per-shard seqs to
+  // `seqs` and reserves a new frame number for the checkpoint; then, with no shard lock held,
+  // writes the payload as this log's checkpoint of that frame (fsynced, renamed), so a
+  // restart recovers from it and never replays the frames before it. The caller makes sure
+  // no batch is appended until this returns. A failed write fails the log like a failed
+  // append (nothing is acknowledged any more; restart the node).
+  Status install_checkpoint(std::span<const uint8_t> payload, const std::vector<uint64_t>& seqs,
+                            const std::function<Status()>& locked);
   // Tests: while held, the syncer starts no fdatasync (Durability::batch), so nothing new
   // becomes durable; release to resume.
   void hold_syncs(bool hold) noexcept;
@@ -104,6 +137,15 @@ class Wal {
   uint64_t frames_ = 0;              // last frame number appended
   std::vector<uint64_t> shard_seq_;  // last seq appended per shard
   bool failed_ = false;
+  // Per segment opened by this writer, the last seq of each shard in the segments before it
+  // (circular, kSegmentStarts entries allocated at open(); under append_mu_).
+  struct SegmentStart {
+    uint64_t segment = 0;
+    std::vector<uint64_t> seqs;
+  };
+  std::vector<SegmentStart> starts_;
+  size_t starts_count_ = 0;  // entries written so far (the newest is (count - 1) % size)
+  void note_segment_start(uint64_t segment) noexcept;
 
   std::mutex mu_;                    // threads
   std::condition_variable cv_;       // checkpointer: stop

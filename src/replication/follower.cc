@@ -67,11 +67,13 @@ void Follower::accept_loop() noexcept {
   hello.large_bytes = shards_.front()->large.size();
   hello.applied.resize(options_.shards);
   while (!stopping()) {
+    if (ship_ready_.exchange(false, std::memory_order_acq_rel)) install_shipped();
     // The resume points may be stale by the time the leader reads them (a shard can still
     // apply from an old connection, and one hello serves every connection accepted within
     // the accept timeout). A stale point would make the leader resend batches this side skips
     // by seq, but it would also hide a follower that is ahead of a restarted leader: install()
-    // refuses a connection whose shard moved past the point it was told.
+    // refuses a connection whose shard moved past the point it was told, or back from it (a
+    // checkpoint received from the leader was installed meanwhile).
     // With Durability::batch the resume point is what the log has synced (the leader must
     // not count the rest); otherwise everything applied.
     for (auto& s : shards_) {
@@ -117,7 +119,9 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
   Shard& s = *shards_[h->shard];
   std::lock_guard lock(s.mu);
   const uint64_t now = resume_point(s);
-  if (now > told[s.index]) {
+  // Ahead: it applied more through an old connection. Behind: a checkpoint installed since
+  // moved it back (the leader would resume after a seq this shard no longer has).
+  if (now != told[s.index]) {
     log::info(
         "rdmarepl follower {}: shard {}: the handshake told leader {} seq {} but this shard is "
         "at {} now; closing the connection so that it reconnects with the current point",
@@ -143,6 +147,7 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
   s.cursor = 0;
   s.unacked_batches = 0;
   s.consumed_seq = 0;
+  if (!s.ship.ready) s.ship = {};  // a checkpoint is shipped again from its start
   // The leader resumes from the seq of the handshake (at most this): acknowledging it again
   // would spend an acknowledgement no batch paid for.
   s.last_ack_sent = s.acked.load(std::memory_order_relaxed);
@@ -236,6 +241,7 @@ size_t Follower::poll_shard(Shard& s) noexcept {
   std::array<transport::Completion, 32> wc;
   const size_t n = s.conn->poll(wc);
   uint32_t batches = 0;
+  uint32_t chunks = 0;  // checkpoint chunks: each was answered by its own reply
   std::string why;
   for (size_t i = 0; i < n; ++i) {
     const auto& c = wc[i];
@@ -245,6 +251,16 @@ size_t Follower::poll_shard(Shard& s) noexcept {
       return n;
     }
     if (c.opcode != transport::WcOpcode::recv_rdma_with_imm) continue;  // our acks
+    if (imm_kind(c.imm) == ImmKind::checkpoint) {
+      ++chunks;
+      bool protocol = false;
+      if (!handle_chunk(s, c.byte_len, why, protocol)) {
+        if (protocol) ChannelMetrics::add(metrics_.protocol_errors);
+        drop(s, why, protocol);
+        return n;
+      }
+      continue;
+    }
     if (!handle_batch(s, c.imm, c.byte_len, why)) {
       ChannelMetrics::add(metrics_.protocol_errors);
       drop(s, why, true);
@@ -253,7 +269,7 @@ size_t Follower::poll_shard(Shard& s) noexcept {
     ++batches;
   }
   // Receives go back before the acknowledgement that lets the leader send more.
-  if (batches != 0 && s.conn->post_recvs(batches) != transport::PostStatus::ok) {
+  if (batches + chunks != 0 && s.conn->post_recvs(batches + chunks) != transport::PostStatus::ok) {
     drop(s, "re-posting receives failed");
     return n;
   }

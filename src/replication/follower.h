@@ -4,10 +4,14 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
+#include <string>
 #include <vector>
 
+#include "checkpoint_ship.h"
 #include "core_base.h"
 #include "durability.h"
 #include "hello.h"
@@ -80,6 +84,17 @@ class Follower final : public CoreBase {
     // may already have applied through the old connection; acknowledging `applied` then
     // would free ring space still holding batches not yet read.
     uint64_t consumed_seq = 0;
+    // A checkpoint being received on this connection (ImmKind::checkpoint chunks): `ready`
+    // once its last chunk verified, until the accept thread installed it.
+    struct Incoming {
+      bool active = false;
+      bool ready = false;
+      uint64_t id = 0;
+      uint64_t total = 0;
+      uint64_t received = 0;
+      uint32_t crc = 0;  // running CRC32C of the payload received
+      std::vector<uint8_t> bytes;
+    } ship;
   };
 
   Follower(const ChannelOptions& options, std::unique_ptr<transport::Transport> t,
@@ -99,6 +114,17 @@ class Follower final : public CoreBase {
                const std::vector<uint64_t>& told) noexcept;
   // Sends an acknowledgement when there is something to acknowledge; 1 when it did.
   size_t send_ack(Shard& s) noexcept;
+
+  // Checkpoint shipping (follower_ship.cc). Stores one chunk; false (and `why`; `protocol`
+  // says whether the leader broke the protocol) when the connection must be dropped.
+  bool handle_chunk(Shard& s, uint32_t byte_len, std::string& why, bool& protocol) noexcept;
+  bool send_ship_reply(Shard& s, ShipReply reply) noexcept;
+  // Accept thread: installs the checkpoints whose last chunk arrived, then replies.
+  void install_shipped() noexcept;
+  Status install_payload(uint32_t shard, std::span<const uint8_t> payload);
+  // Runs `fn` with every shard locked.
+  void lock_all(const std::function<void()>& fn);
+  std::atomic<bool> ship_ready_{false};
 
   // Write-ahead log (follower_wal.cc; no-ops without ChannelOptions::wal_dir).
   Status open_wal();

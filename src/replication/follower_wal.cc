@@ -26,12 +26,14 @@ Status Follower::open_wal() {
 
 void Follower::start_wal() {
   if (!wal_) return;
-  wal_->start([this](const std::function<void()>& fn) {
-    std::vector<std::unique_lock<std::mutex>> locks;
-    locks.reserve(shards_.size());
-    for (auto& sp : shards_) locks.emplace_back(sp->mu);
-    fn();
-  });
+  wal_->start([this](const std::function<void()>& fn) { lock_all(fn); });
+}
+
+void Follower::lock_all(const std::function<void()>& fn) {
+  std::vector<std::unique_lock<std::mutex>> locks;
+  locks.reserve(shards_.size());
+  for (auto& sp : shards_) locks.emplace_back(sp->mu);
+  fn();
 }
 
 bool Follower::wal_append(Shard& s, const BatchView& v, std::span<const std::byte> bytes) noexcept {

@@ -335,6 +335,11 @@ size_t Leader::poll_link(Shard& s, Link& l) noexcept {
     }
     if (c.opcode != transport::WcOpcode::recv_rdma_with_imm) continue;
     ++reposts;
+    if (imm_kind(c.imm) == ImmKind::checkpoint && l.shipping) {
+      l.ship_reply = imm_arg(c.imm);  // the catch-up thread waits for it
+      ++l.ship_replies;
+      continue;
+    }
     if (imm_kind(c.imm) != ImmKind::ack) {
       ChannelMetrics::add(metrics_.protocol_errors);
       link_down(
@@ -414,6 +419,7 @@ void Leader::link_down(Shard& s, Link& l, std::string_view why) noexcept {
   l.large_busy = false;
   l.stalled = false;
   l.wal_catchup = false;
+  l.shipping = false;
   l.ring_space.reset();
 }
 

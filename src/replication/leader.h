@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "checkpoint_ship.h"
 #include "commit_callbacks.h"
 #include "core_base.h"
 #include "durability.h"
@@ -78,6 +79,11 @@ class Leader final : public CoreBase {
     // log (catch-up thread) until the window reaches it; send_pending() skips it meanwhile.
     bool wal_catchup = false;
     uint64_t generation = 0;  // connections installed so far (a catch-up pass is per connection)
+    // A checkpoint is being shipped on this connection (catch-up thread); the follower's
+    // replies to its chunks so far and the last one (poll_link()).
+    bool shipping = false;
+    uint32_t ship_replies = 0;
+    uint32_t ship_reply = 0;
     // Control thread only.
     uint64_t next_attempt_ns = 0;
     std::string last_error;
@@ -173,6 +179,14 @@ class Leader final : public CoreBase {
   // The catch-up thread: streams logged batches to links with wal_catchup set.
   void catchup_loop() noexcept;
   bool catchup_link(Shard& s, Link& l) noexcept;
+  // Ships the newest checkpoint to a follower that needs shard `s` after `acked`, which the
+  // log no longer holds. Ok once the follower installed it (its acked seq moved to the
+  // checkpoint's); otherwise the reason, and the link is down or the pass is over.
+  Status ship_checkpoint(Shard& s, Link& l, uint64_t generation, uint64_t acked);
+  // Rate limit of catch-up (ChannelOptions::catchup_bytes_per_sec): sleeps, with no lock
+  // held, until `bytes` may be sent. False when the channel is stopping.
+  bool pace_catchup(uint64_t bytes) noexcept;
+  TokenBucket catchup_bucket_;  // catch-up thread only
   std::thread catchup_;
 
  public:

@@ -142,6 +142,7 @@ Status Leader::install(Shard& s, Link& l, std::unique_ptr<transport::Connection>
   l.stalled = false;
   l.next_send_bn = bn;
   l.wal_catchup = from_wal;
+  l.shipping = false;
   ++l.generation;  // older than the window: streamed from the log first
   l.acked_seq.store(resume, std::memory_order_release);
   l.up.store(true, std::memory_order_release);

@@ -1,6 +1,8 @@
 // Leader and the write-ahead log: recovery at create() (store, seqs, retained window),
-// appending each sealed batch before it is sent, and the durability gate on sending,
-// eviction and (ack_mode none) commit. See docs/replication.md, "Durability".
+// appending each sealed batch before it is sent, the durability gate on sending, eviction
+// and (ack_mode none) commit, and catch-up of followers from the log (shipping the newest
+// checkpoint first when the log no longer reaches back far enough). See docs/replication.md,
+// "Durability".
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,8 +11,10 @@
 
 #include "leader.h"
 #include "rdmarepl/core/clock.h"
+#include "rdmarepl/core/crc32c.h"
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/replication/imm.h"
+#include "rdmarepl/wal/checkpoint.h"
 #include "rdmarepl/wal/reader.h"
 
 namespace rdmarepl::replication::detail {
@@ -28,6 +32,10 @@ Status Leader::open_wal() {
       &rec);
   if (!w) return std::move(w).error();
   wal_ = std::move(*w);
+  if (options_.catchup_bytes_per_sec != 0)  // up to 100 ms of it saved up
+    catchup_bucket_ =
+        TokenBucket(options_.catchup_bytes_per_sec,
+                    std::max<uint64_t>(options_.catchup_bytes_per_sec / 10, 1), mono_ns());
   // The largest batch the log can hold (options.cc validates the same bound).
   const size_t largest =
       std::max<size_t>(large_bytes_, options_.batch_bytes + options_.ring_bytes / 4);
@@ -149,7 +157,14 @@ bool Leader::catchup_link(Shard& s, Link& l) noexcept {
   auto gone = [&] {
     return !l.up.load(std::memory_order_relaxed) || !l.wal_catchup || l.generation != generation;
   };
-  auto reader = wal::LogReader::open(wal_->dir(), nullptr);
+  uint64_t from_acked = 0;
+  {
+    std::lock_guard lock(s.mu);
+    from_acked = l.acked_seq.load(std::memory_order_relaxed);
+  }
+  // Start at the segment that can hold the follower's next seq, not at the oldest one.
+  auto reader =
+      wal::LogReader::open(wal_->dir(), nullptr, wal_->catchup_segment(s.index, from_acked));
   if (!reader) {
     std::lock_guard lock(s.mu);
     link_down(s, l,
@@ -158,6 +173,7 @@ bool Leader::catchup_link(Shard& s, Link& l) noexcept {
     return false;
   }
   bool found_in_pass = false;
+  int misses = 0;  // passes in a row that did not find the follower's next seq
   uint64_t sent = 0;
   wal::Frame f;
   for (;;) {
@@ -186,21 +202,33 @@ bool Leader::catchup_link(Shard& s, Link& l) noexcept {
     }
     auto more = reader->next(&f);
     if (!more || !*more) {
-      if (!more || !found_in_pass) {
-        // The log no longer holds the follower's next seq (segments before a checkpoint are
-        // deleted) and the window does not either.
+      if (!more) {
         std::lock_guard lock(s.mu);
         link_down(s, l,
-                  fmt::format("it needs shard {} from seq {}, which neither the retained window "
-                              "nor the write-ahead log {} holds any more (the log before a "
-                              "checkpoint is deleted; shipping a checkpoint to a follower is "
-                              "not implemented): restore the follower from a snapshot, or "
-                              "raise retain_bytes / the checkpoint interval",
-                              s.index, acked + 1, wal_->dir()));
+                  fmt::format("reading the write-ahead log {} for catch-up failed: {}", wal_->dir(),
+                              more.error().message()));
+        return false;
+      }
+      misses = found_in_pass ? 0 : misses + 1;
+      // The second pass in a row without the follower's next seq (the first may have loaded
+      // its segments just before that batch was logged and evicted from the window): the log
+      // no longer holds it (segments before a checkpoint are deleted) and the window does
+      // not either. Ship the newest checkpoint, after which the log holds every batch.
+      if (misses >= 2) {
+        auto st = ship_checkpoint(s, l, generation, acked);
+        if (st) return false;  // the next pass streams the log after the checkpoint
+        std::lock_guard lock(s.mu);
+        if (!gone())
+          link_down(s, l,
+                    fmt::format("it needs shard {} from seq {}, which neither the retained "
+                                "window nor the write-ahead log {} holds any more, and shipping "
+                                "the leader's newest checkpoint failed: {}",
+                                s.index, acked + 1, wal_->dir(), st.error().message()));
         return false;
       }
       // Frames appended after this pass loaded its segments: read the log again.
-      auto again = wal::LogReader::open(wal_->dir(), nullptr);
+      auto again =
+          wal::LogReader::open(wal_->dir(), nullptr, wal_->catchup_segment(s.index, acked));
       if (!again) return false;
       reader = std::move(again);
       found_in_pass = false;
@@ -215,15 +243,13 @@ bool Leader::catchup_link(Shard& s, Link& l) noexcept {
     const uint64_t first = v.header.first_seq;
     const uint64_t last = first + v.header.record_count - 1;
     if (last <= acked) continue;
-    if (first > acked + 1 || last >= limit) {
-      // Either a gap (reported at the end of the pass unless a later pass finds the frame)
-      // or the window holds it (the next round switches to the window).
-      if (last >= limit) found_in_pass = true;
-      continue;
-    }
+    // A gap: reported at the end of the pass unless a later pass finds the frame.
+    if (first > acked + 1) continue;
     found_in_pass = true;
+    if (last >= limit) continue;  // the window holds it: the next round switches to it
     const size_t len = v.padded_size();
     const bool large = v.header.record_count == 1 && len > options_.ring_bytes / 4;
+    if (!pace_catchup(len)) return false;
     // Post it once the link has room; then wait for its acknowledgement.
     for (;;) {
       if (stopping()) return false;
@@ -281,6 +307,166 @@ bool Leader::catchup_link(Shard& s, Link& l) noexcept {
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
+}
+
+bool Leader::pace_catchup(uint64_t bytes) noexcept {
+  const uint64_t wait = catchup_bucket_.take(bytes, mono_ns());
+  return wait == 0 || sleep_for(std::chrono::nanoseconds(wait));
+}
+
+// ------------------------------------------------------------------ shipping a checkpoint
+
+// The newest checkpoint goes to the follower in chunks through its large-record buffer, one
+// in flight: each chunk waits for the follower's reply (docs/wire_format.md, "Checkpoint
+// shipping"). The file is read with no lock held; the shard lock is taken only to post a
+// chunk and to look at the replies.
+Status Leader::ship_checkpoint(Shard& s, Link& l, uint64_t generation, uint64_t acked) {
+  const auto& peer = options_.peers[l.follower];
+  auto ck = wal::load_newest_checkpoint(wal_->dir(), nullptr);
+  if (!ck) return std::move(ck).error();
+  if (!ck->has_value())
+    return Error(Errc::not_found,
+                 fmt::format("{} holds no checkpoint (the store does not model SnapshottableStore "
+                             "or no checkpoint trigger is set): restore the follower from a "
+                             "snapshot, or raise retain_bytes",
+                             wal_->dir()));
+  wal::CheckpointReader& in = **ck;
+  const uint64_t total = in.size();
+  std::vector<uint8_t> head(
+      std::min<uint64_t>(total, kChannelCheckpointFixed + 8 * uint64_t{options_.shards}));
+  for (size_t got = 0; got < head.size();) {
+    auto r = in.read(std::span<uint8_t>(head.data() + got, head.size() - got));
+    if (!r) return std::move(r).error();
+    if (*r == 0) break;
+    got += *r;
+  }
+  auto seqs = parse_checkpoint_prefix(head, options_.shards, "checkpoint " + in.path());
+  if (!seqs) return std::move(seqs).error();
+  const uint64_t covers = (*seqs)[s.index];
+  if (covers < acked)
+    return Error(Errc::not_found,
+                 fmt::format("the newest checkpoint {} covers shard {} only up to seq {}, and the "
+                             "log before it is deleted: restore the follower from a snapshot, or "
+                             "raise retain_bytes",
+                             in.path(), s.index, covers));
+  RDMAREPL_TRY(in.rewind());
+
+  auto gone = [&] {
+    return !l.up.load(std::memory_order_relaxed) || !l.wal_catchup || l.generation != generation;
+  };
+  auto closed = [] { return Error(Errc::closed, "the connection went down while shipping"); };
+  // Nothing else is in flight on a catching-up link once its last batch was acknowledged.
+  for (;;) {
+    {
+      std::lock_guard lock(s.mu);
+      if (gone()) return closed();
+      if (l.inflight_count == 0 && !l.large_busy) {
+        l.shipping = true;
+        l.ship_replies = 0;
+        break;
+      }
+    }
+    if (!sleep_for(std::chrono::microseconds(100))) return closed();
+  }
+  const size_t room = std::min<size_t>(l.large.length, s.staging.size());
+  if (room <= kChunkHeaderSize + 4096)
+    return Error(Errc::invalid_argument, "the large-record buffer is too small for chunks");
+  const size_t chunk = room - kChunkHeaderSize;
+  log::info(
+      "rdmarepl leader: follower {} shard {}: needs seq {}, which the log no longer holds; "
+      "shipping checkpoint {} ({} bytes, covers shard {} up to seq {})",
+      peer.to_string(), s.index, acked + 1, in.path(), total, s.index, covers);
+  const uint64_t t0 = mono_ns();
+  uint64_t offset = 0;
+  uint32_t crc = 0;
+  uint32_t replies = 0;
+  do {
+    const auto len = static_cast<uint32_t>(std::min<uint64_t>(chunk, total - offset));
+    auto* payload = reinterpret_cast<uint8_t*>(s.staging.data() + kChunkHeaderSize);
+    for (uint32_t got = 0; got < len;) {
+      auto r = in.read(std::span<uint8_t>(payload + got, len - got));
+      if (!r) return std::move(r).error();
+      if (*r == 0) return Error(Errc::corrupt, fmt::format("checkpoint {} ended early", in.path()));
+      got += static_cast<uint32_t>(*r);
+    }
+    ChunkHeader h;
+    h.id = in.seq();
+    h.total = total;
+    h.offset = offset;
+    h.length = len;
+    crc = crc32c::extend(crc, payload, len);
+    h.crc = crc;
+    h.flags = offset + len == total ? kChunkLast : 0;
+    encode_chunk_header(h,
+                        std::span<std::byte, kChunkHeaderSize>(s.staging.data(), kChunkHeaderSize));
+    if (!pace_catchup(kChunkHeaderSize + len)) return closed();
+    {
+      std::lock_guard lock(s.mu);
+      if (gone()) return closed();
+      transport::WriteRequest wr;
+      wr.wr_id = UINT64_MAX;
+      wr.local_addr = s.staging.data();
+      wr.length = static_cast<uint32_t>(kChunkHeaderSize + len);
+      wr.lkey = s.staging.lkey();
+      wr.remote_addr = l.large.addr;
+      wr.rkey = l.large.rkey;
+      wr.imm = make_imm(ImmKind::checkpoint, 0);
+      const auto st = l.conn->post_writes(std::span<const transport::WriteRequest>(&wr, 1));
+      if (st != transport::PostStatus::ok) {
+        link_down(s, l, "a checkpoint chunk could not be posted");
+        return closed();
+      }
+    }
+    ++replies;
+    offset += len;
+    // The reply: the staging buffer is free again and the follower wants the next chunk.
+    for (;;) {
+      {
+        std::lock_guard lock(s.mu);
+        if (gone()) return closed();
+        if (l.ship_replies >= replies) {
+          const auto reply = static_cast<ShipReply>(l.ship_reply);
+          if (reply == ShipReply::no_restore)
+            return Error(Errc::unsupported,
+                         fmt::format("follower {} refused the checkpoint: its store does not "
+                                     "model SnapshottableStore (snapshot/restore hooks); add "
+                                     "them to the follower's store, or restore the follower "
+                                     "from a snapshot",
+                                     peer.to_string()));
+          if (reply == ShipReply::failed)
+            return Error(Errc::io_error,
+                         fmt::format("follower {} could not install the checkpoint (see its "
+                                     "log)",
+                                     peer.to_string()));
+          const bool want =
+              offset == total ? reply == ShipReply::installed : reply == ShipReply::chunk_ok;
+          if (!want) {
+            ChannelMetrics::add(metrics_.protocol_errors);
+            return Error(Errc::protocol_error,
+                         fmt::format("protocol error: follower {} replied {} to checkpoint chunk "
+                                     "at offset {}",
+                                     peer.to_string(), l.ship_reply, offset - len));
+          }
+          if (offset == total) {
+            l.shipping = false;
+            // Counted before the acked seq moves: whoever sees the follower caught up sees
+            // the shipment counted.
+            ChannelMetrics::add(metrics_.checkpoints_shipped);
+            if (covers > l.acked_seq.load(std::memory_order_relaxed))
+              l.acked_seq.store(covers, std::memory_order_release);
+          }
+          break;
+        }
+      }
+      if (!sleep_for(std::chrono::microseconds(100))) return closed();
+    }
+  } while (offset < total);
+  const uint64_t ms = (mono_ns() - t0) / 1'000'000;
+  log::info(
+      "rdmarepl leader: follower {} shard {}: checkpoint {} installed ({} bytes in {} ms); "
+      "streaming the log after it",
+      peer.to_string(), s.index, in.path(), total, ms);
+  return ok_status();
 }
 
 }  // namespace rdmarepl::replication::detail

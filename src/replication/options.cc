@@ -173,6 +173,18 @@ Status validate(const ChannelOptions& o) {
         "empty: checkpoints live in the write-ahead log directory; set wal_dir or clear the "
         "checkpoint triggers");
   }
+  if (o.catchup_bytes_per_sec != 0) {
+    if (o.role != Role::leader || o.wal_dir.empty())
+      return bad(fmt::format(
+          "ChannelOptions::catchup_bytes_per_sec = {} limits the catch-up a leader runs from its "
+          "write-ahead log; set it on a leader with wal_dir, or leave it 0",
+          o.catchup_bytes_per_sec));
+    if (o.catchup_bytes_per_sec < 65536)
+      return bad(fmt::format(
+          "ChannelOptions::catchup_bytes_per_sec = {} is below 65536: a follower would take "
+          "seconds per batch to catch up; raise it, or use 0 for no limit",
+          o.catchup_bytes_per_sec));
+  }
   if (o.role == Role::leader) {
     if (o.peers.size() > kMaxFollowers)
       return bad(fmt::format("{} followers configured; at most {} are supported", o.peers.size(),

@@ -1,10 +1,12 @@
 list(APPEND RDMAREPL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/batch_format.cc
   ${CMAKE_CURRENT_LIST_DIR}/channel_core.cc
+  ${CMAKE_CURRENT_LIST_DIR}/checkpoint_ship.cc
   ${CMAKE_CURRENT_LIST_DIR}/channel_tuning.cc
   ${CMAKE_CURRENT_LIST_DIR}/core_base.cc
   ${CMAKE_CURRENT_LIST_DIR}/durability.cc
   ${CMAKE_CURRENT_LIST_DIR}/follower.cc
+  ${CMAKE_CURRENT_LIST_DIR}/follower_ship.cc
   ${CMAKE_CURRENT_LIST_DIR}/follower_wal.cc
   ${CMAKE_CURRENT_LIST_DIR}/hello.cc
   ${CMAKE_CURRENT_LIST_DIR}/commit_callbacks.cc

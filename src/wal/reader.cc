@@ -9,13 +9,14 @@
 
 namespace rdmarepl::wal {
 
-Result<LogReader> LogReader::open(const std::string& dir, Reporter* reporter) {
+Result<LogReader> LogReader::open(const std::string& dir, Reporter* reporter,
+                                  uint64_t from_segment) {
   auto names = list_dir(dir);
   if (!names) return std::move(names).error();
   std::vector<uint64_t> segments;
   for (const auto& n : *names) {
     uint64_t number = 0;
-    if (parse_segment_file_name(n, &number)) segments.push_back(number);
+    if (parse_segment_file_name(n, &number) && number >= from_segment) segments.push_back(number);
   }
   std::sort(segments.begin(), segments.end());
   return LogReader(dir, reporter, std::move(segments));

@@ -1,10 +1,12 @@
-// Writes the seed inputs of the replication_batch and handshake fuzz targets with the real
-// encoders (BatchBuilder, serialize_hello, the replication hello encoders), so the seeds
+// Writes the seed inputs of the replication_batch, handshake and checkpoint_chunk fuzz
+// targets with the real encoders (BatchBuilder, serialize_hello, the replication hello
+// encoders, encode_chunk_header), so the seeds
 // are valid messages of the current format:
 //
 //   cmake --build build-fuzz --target make_seeds && build-fuzz/make_seeds tests/fuzz/corpus
 //
 // Each file is <selector byte><message>; the selector is the byte the target reads first.
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +17,7 @@
 
 #include "rdmarepl/replication/batch_format.h"
 #include "rdmarepl/transport/bootstrap/hello.h"
+#include "replication/checkpoint_ship.h"
 #include "replication/hello.h"
 
 namespace fs = std::filesystem;
@@ -104,6 +107,29 @@ int main(int argc, char** argv) {
   verbs.app_data = follower;
   ok &= hello(h, "bootstrap_verbs_follower", verbs);
   ok &= hello(h, "bootstrap_empty", transport::bootstrap::Hello{});
+
+  const fs::path c = root / "checkpoint_chunk";
+  auto chunk = [&](const std::string& name, const rd::ChunkHeader& ch) {
+    std::array<std::byte, rd::kChunkHeaderSize> bytes{};
+    rd::encode_chunk_header(ch, bytes);
+    return write(c, name, 0, bytes.data(), bytes.size());
+  };
+  ok &= chunk("first_of_three", rd::ChunkHeader{.flags = 0,
+                                                .id = 235,
+                                                .total = 300000,
+                                                .offset = 0,
+                                                .length = 131024,
+                                                .crc = 0x1234abcd});
+  ok &= chunk("last", rd::ChunkHeader{.flags = rd::kChunkLast,
+                                      .id = 235,
+                                      .total = 300000,
+                                      .offset = 262048,
+                                      .length = 37952,
+                                      .crc = 0x0badf00d});
+  ok &= chunk(
+      "whole_in_one",
+      rd::ChunkHeader{
+          .flags = rd::kChunkLast, .id = 1, .total = 40, .offset = 0, .length = 40, .crc = 7});
 
   if (!ok) {
     std::fprintf(stderr, "make_seeds: could not write the seeds under %s\n", argv[1]);

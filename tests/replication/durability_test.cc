@@ -5,7 +5,9 @@
 // background checkpoints.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <filesystem>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -13,9 +15,12 @@
 #include "follower.h"
 #include "leader.h"
 #include "loopback_transport.h"
+#include "rdmarepl/core/byte_order.h"
 #include "rdmarepl/core/clock.h"
+#include "rdmarepl/core/log.h"
 #include "rdmarepl/features.h"
 #include "rdmarepl/rdmarepl.h"
+#include "rdmarepl/replication/imm.h"
 #include "rdmarepl/wal/checkpoint.h"
 #include "rdmarepl/wal/layout.h"
 #include "test_store.h"
@@ -71,6 +76,7 @@ ChannelOptions follower_options(ChannelOptions o, uint16_t port, const std::stri
   o.listen = {"loopback", port};
   o.node_id = "follower";
   o.wal_dir = wal;
+  if (wal.empty()) o.checkpoint_every_bytes = 0;  // checkpoints live in the log
   return o;
 }
 
@@ -168,6 +174,22 @@ TEST_CASE("durability options are validated with messages that name the fix", "[
   st = replication::validate(o);
   REQUIRE_FALSE(st.ok());
   CHECK_THAT(st.error().message(), Catch::Contains("set wal_dir"));
+  // The catch-up rate limit: a leader with a log only, and not absurdly low.
+  o = base_options();
+  o.role = Role::leader;
+  o.peers.push_back({"loopback", 1});
+  o.wal_dir = "/tmp/x";
+  o.catchup_bytes_per_sec = 1 << 20;
+  CHECK(replication::validate(o).ok());
+  o.catchup_bytes_per_sec = 1000;
+  st = replication::validate(o);
+  REQUIRE_FALSE(st.ok());
+  CHECK_THAT(st.error().message(), Catch::Contains("catchup_bytes_per_sec = 1000 is below 65536"));
+  o.catchup_bytes_per_sec = 1 << 20;
+  o.wal_dir.clear();
+  st = replication::validate(o);
+  REQUIRE_FALSE(st.ok());
+  CHECK_THAT(st.error().message(), Catch::Contains("on a leader with wal_dir"));
 }
 
 TEST_CASE("the WAL backend option is validated and a refused pmem names the directory",
@@ -498,4 +520,290 @@ TEST_CASE(
   CHECK(f2store->digest() == expected.digest());
   CHECK(f1store.digest() == expected.digest());
   CHECK(leader->metrics().batches_resent > resent_before);
+}
+
+// ------------------------------------------------------------------ checkpoint shipping
+
+namespace {
+
+// Options under which the leader's log quickly stops reaching back: a small window, 1 MiB
+// segments and a checkpoint every 256 KiB (the log before the older of the two newest
+// checkpoints is deleted).
+ChannelOptions shipping_options() {
+  auto o = base_options();
+  o.retain_bytes = 512 * 1024;
+  o.ack_mode = AckMode::one;
+  o.checkpoint_every_bytes = 256 * 1024;
+  return o;
+}
+
+// Writes until the leader's first log segment is deleted and each shard's window (512 KiB)
+// has turned over more than twice, so a follower that stopped before must be shipped a
+// checkpoint.
+// Values of 1000 bytes over about 700 keys make checkpoints of about 700 KB: several chunks.
+void write_until_log_truncated(Channel& leader, MapStore& expected, const std::string& ldir,
+                               uint64_t seed) {
+  const Deadline d = Deadline::after(60s);
+  int round = 0;
+  while (round < 4 || count_files(ldir, "wal-00000000000000000001") != 0) {
+    REQUIRE_FALSE(d.expired());
+    wait_committed(leader, write_records(leader, expected, 1500, seed + round++, 1000));
+    std::this_thread::sleep_for(60ms);  // the checkpointer ticks every 50 ms
+  }
+}
+
+// Collects log lines that contain `needle`.
+class LogCapture {
+ public:
+  LogCapture() {
+    log::set_sink([this](log::Level, std::string_view m) {
+      std::lock_guard lock(mu_);
+      lines_.emplace_back(m);
+    });
+  }
+  ~LogCapture() { log::set_sink(nullptr); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  [[nodiscard]] bool contains(std::string_view a, std::string_view b = {}) const {
+    std::lock_guard lock(mu_);
+    for (const auto& l : lines_)
+      if (l.find(a) != std::string::npos && l.find(b) != std::string::npos) return true;
+    return false;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+// A store without snapshot/restore hooks.
+struct ApplyOnlyStore {
+  MapStore inner;
+  void apply(const replication::Record& r) { inner.apply(r); }
+};
+
+}  // namespace
+
+// A follower stops, the leader writes until its log no longer reaches back to it, the
+// follower comes back: checkpoint, then the log tail, while writes continue; then a restart
+// of that follower recovers from the received checkpoint. Over the loopback transport
+// (`kind` = automatic), or the real TCP or verbs transport on 127.0.0.1.
+static void ship_scenario(TransportKind kind, uint16_t port0) {
+  TempDir ldir, fdir;
+  auto fabric = std::make_shared<LoopbackFabric>();
+  auto o = shipping_options();
+  const bool tcp = kind != TransportKind::automatic;  // a real transport, not loopback
+  if (tcp) o.transport = kind;
+  auto follower_at = [&](uint16_t port, const std::string& wal) {
+    auto f = follower_options(o, port, wal);
+    if (tcp) f.listen = {"127.0.0.1", port};
+    return f;
+  };
+  auto open = [&](const ChannelOptions& co, MapStore& store) {
+    if (!tcp) return make(co, store, fabric);
+    auto ch = Channel::create(co, store);
+    INFO((ch.ok() ? std::string() : ch.error().message()));
+    REQUIRE(ch.ok());
+    return std::move(ch).value();
+  };
+  MapStore expected;  // the leader's store: the application applies each write to it first
+  MapStore f1store;
+  auto f1 = open(follower_at(tcp ? 0 : port0, ""), f1store);
+  auto f2store = std::make_unique<MapStore>();
+  auto f2 = open(follower_at(tcp ? 0 : static_cast<uint16_t>(port0 + 1), fdir.path()), *f2store);
+  const uint16_t p1 = tcp ? f1->local_endpoint().port : port0;
+  const uint16_t p2 = tcp ? f2->local_endpoint().port : static_cast<uint16_t>(port0 + 1);
+  const auto f2o = follower_at(p2, fdir.path());
+  auto lo = leader_options(o, {p1, p2}, ldir.path());
+  if (tcp)
+    for (auto& peer : lo.peers) peer.host = "127.0.0.1";
+  lo.catchup_bytes_per_sec = 16 << 20;  // paced catch-up (checkpoint chunks and batches)
+  auto leader = open(lo, expected);
+  wait_committed(*leader, write_records(*leader, expected, 500, 30));
+  REQUIRE(leader->wait_all_acked(30s).ok());
+  std::vector<uint64_t> away_at;
+  for (uint32_t s = 0; s < o.shards; ++s) away_at.push_back(f2->applied_seq(s));
+
+  f2.reset();  // stopped; its log keeps what it had
+  write_until_log_truncated(*leader, expected, ldir.path(), 31);
+  const uint64_t f1_reconnects = f1->metrics().reconnects;
+
+  // Back: it recovers its old state from its own log and needs seqs the leader's log no
+  // longer holds.
+  f2store = std::make_unique<MapStore>();
+  f2 = open(f2o, *f2store);
+  for (uint32_t s = 0; s < o.shards; ++s) CHECK(f2->applied_seq(s) == away_at[s]);
+  wait_committed(*leader, write_records(*leader, expected, 3000, 40, 200));  // meanwhile
+  auto st = leader->wait_all_acked(60s);
+  INFO((st.ok() ? std::string() : st.error().message()));
+  REQUIRE(st.ok());
+  CHECK(leader->metrics().checkpoints_shipped >= 1);
+  CHECK(f2->metrics().checkpoints_installed >= 1);
+  CHECK(f2store->digest() == expected.digest());
+  // The follower that never left was not disturbed.
+  CHECK(f1store.digest() == expected.digest());
+  CHECK(f1->metrics().reconnects == f1_reconnects);
+  CHECK(f1->metrics().checkpoints_installed == 0);
+
+  // The received checkpoint is the follower's own: a restart recovers from it and the
+  // frames after it, never from frames older than it.
+  std::vector<uint64_t> seqs;
+  for (uint32_t s = 0; s < o.shards; ++s) seqs.push_back(f2->applied_seq(s));
+  f2.reset();
+  CHECK_FALSE(wal::list_checkpoints(fdir.path())->empty());
+  f2store = std::make_unique<MapStore>();
+  f2 = open(f2o, *f2store);
+  CHECK(f2store->digest() == expected.digest());
+  for (uint32_t s = 0; s < o.shards; ++s) CHECK(f2->applied_seq(s) == seqs[s]);
+  wait_committed(*leader, write_records(*leader, expected, 500, 41));
+  REQUIRE(leader->wait_all_acked(30s).ok());
+  CHECK(f2store->digest() == expected.digest());
+}
+
+TEST_CASE(
+    "a follower the leader's log no longer reaches is shipped a checkpoint, then the log tail, "
+    "while writes continue",
+    "[durability][concurrency]") {
+  ship_scenario(TransportKind::automatic, 31600);
+}
+
+TEST_CASE("checkpoint shipping over the TCP transport", "[durability][concurrency]") {
+  ship_scenario(TransportKind::tcp, 0);
+}
+
+// Hidden: needs an RDMA device; run inside the Soft-RoCE VM by the rxe test
+// rxe_checkpoint_shipping_verbs (tests/rxe/CMakeLists.txt).
+TEST_CASE("checkpoint shipping over the verbs transport", "[durability][.verbs]") {
+  ship_scenario(TransportKind::verbs, 0);
+}
+
+TEST_CASE(
+    "a follower whose store cannot restore refuses a checkpoint: clear error, nothing applied",
+    "[durability][concurrency]") {
+  TempDir ldir;
+  auto fabric = std::make_shared<LoopbackFabric>();
+  const auto o = shipping_options();
+  const auto lo = leader_options(o, {31700, 31701}, ldir.path());
+  MapStore expected;
+  MapStore f1store;
+  auto f1 = make(follower_options(o, 31700, ""), f1store, fabric);
+  auto leader = make(lo, expected, fabric);
+  write_until_log_truncated(*leader, expected, ldir.path(), 50);
+
+  LogCapture logs;
+  // A new, empty follower: it needs every shard from seq 1.
+  ApplyOnlyStore f2store;
+  auto f2 = ReplicationChannel<ApplyOnlyStore>::create(follower_options(o, 31701, ""), f2store,
+                                                       std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(f2.ok());
+  const Deadline d = Deadline::after(20s);
+  while (!logs.contains("refused the checkpoint", "SnapshottableStore") && !d.expired())
+    std::this_thread::sleep_for(10ms);
+  CHECK(logs.contains("refused the checkpoint", "SnapshottableStore"));  // the leader says so
+  CHECK(logs.contains("the store does not model SnapshottableStore; add snapshot/restore"));
+  // Writes go on to the other follower; nothing reached this one.
+  wait_committed(*leader, write_records(*leader, expected, 300, 51));
+  CHECK(f2store.inner.size() == 0);
+  CHECK(f2store.inner.applied_count() == 0);
+  for (uint32_t s = 0; s < o.shards; ++s) CHECK((*f2)->applied_seq(s) == 0);
+  CHECK((*f2)->metrics().checkpoints_installed == 0);
+  CHECK(leader->metrics().checkpoints_shipped == 0);
+}
+
+TEST_CASE("a corrupted checkpoint chunk is detected, nothing is installed, shipping is retried",
+          "[durability][concurrency]") {
+  TempDir ldir;
+  auto fabric = std::make_shared<LoopbackFabric>();
+  const auto o = shipping_options();
+  const auto lo = leader_options(o, {31800, 31801}, ldir.path());
+  MapStore expected;
+  MapStore f1store;
+  auto f1 = make(follower_options(o, 31800, ""), f1store, fabric);
+  std::atomic<int> corrupted{0};
+  std::atomic<bool> armed{false};
+  // While armed, flips one payload byte of every checkpoint chunk after the first of its
+  // checkpoint (header offset field != 0): the follower has stored a chunk before it.
+  fabric->leader_hook = [&](const transport::WriteRequest& wr, std::vector<std::byte>& bytes) {
+    if (armed.load() && replication::imm_kind(wr.imm) == replication::ImmKind::checkpoint &&
+        bytes.size() > 64 && load_be64(bytes.data() + 24) != 0) {
+      bytes[bytes.size() - 7] ^= std::byte{0x40};
+      ++corrupted;
+    }
+    return true;
+  };
+  auto leader = make(lo, expected, fabric);
+  write_until_log_truncated(*leader, expected, ldir.path(), 60);
+
+  armed = true;
+  auto f2store = std::make_unique<MapStore>();
+  auto f2 = make(follower_options(o, 31801, ""), *f2store, fabric);
+  // Shipped, detected and retried on reconnect, twice; nothing installed meanwhile.
+  const Deadline d = Deadline::after(30s);
+  while (f2->metrics().protocol_errors < 2 && !d.expired()) std::this_thread::sleep_for(1ms);
+  armed = false;
+  REQUIRE(f2->metrics().protocol_errors >= 2);
+  CHECK(corrupted.load() >= 2);
+  CHECK(f2->metrics().checkpoints_installed == 0);
+  CHECK(f2store->size() == 0);
+  CHECK(f2store->applied_count() == 0);
+  for (uint32_t s = 0; s < o.shards; ++s) CHECK(f2->applied_seq(s) == 0);
+
+  auto st = leader->wait_all_acked(60s);
+  INFO((st.ok() ? std::string() : st.error().message()));
+  REQUIRE(st.ok());
+  CHECK(f2->metrics().checkpoints_installed >= 1);
+  CHECK(f2store->digest() == expected.digest());
+  CHECK(f1store.digest() == expected.digest());
+}
+
+TEST_CASE("catch-up starts reading the log at the segment that can hold the follower's next seq",
+          "[durability]") {
+  TempDir dir;
+  auto o = base_options();
+  o.role = Role::leader;
+  o.wal_dir = dir.path();
+  o.durability = replication::Durability::none;
+  o.wal_segment_bytes = 1 << 20;
+  MapStore store;
+  const replication::StoreHooks hooks{
+      &store, [](void* s, const Record& r) { static_cast<MapStore*>(s)->apply(r); }, nullptr,
+      nullptr};
+  auto w = replication::detail::Wal::open(o, hooks, nullptr, nullptr);
+  REQUIRE(w.ok());
+  // About 8 MiB of 96 KiB frames: 8 segments. The bytes are not parsed on append.
+  const std::vector<std::byte> batch(96 * 1024);
+  struct Appended {
+    uint32_t shard;
+    uint64_t last;
+  };
+  std::vector<Appended> frames;  // frame number i + 1
+  std::vector<uint64_t> seqs(o.shards, 0);
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 85; ++i) {
+    const auto shard = static_cast<uint32_t>(rng() % o.shards);
+    const auto count = static_cast<uint32_t>(1 + rng() % 5);
+    seqs[shard] += count;
+    REQUIRE((*w)->append(shard, batch, seqs[shard], count) != replication::detail::Wal::kFailed);
+    frames.push_back({shard, seqs[shard]});
+  }
+  bool skipped = false;
+  for (uint32_t shard = 0; shard < o.shards; ++shard)
+    for (uint64_t after = 0; after <= seqs[shard]; ++after) {
+      const uint64_t from = (*w)->catchup_segment(shard, after);
+      skipped = skipped || from > 1;
+      auto reader = wal::LogReader::open(dir.path(), nullptr, from);
+      REQUIRE(reader.ok());
+      std::vector<bool> seen(frames.size() + 1, false);
+      wal::Frame f;
+      while (*reader->next(&f)) seen[f.first_seq] = true;
+      // Every frame of the shard with a record after `after` is read.
+      for (size_t i = 0; i < frames.size(); ++i)
+        if (frames[i].shard == shard && frames[i].last > after) {
+          INFO("shard " << shard << " after " << after << " from segment " << from << " frame "
+                        << i + 1);
+          REQUIRE(seen[i + 1]);
+        }
+    }
+  CHECK(skipped);  // the newest points start past the first segment
+  (*w)->close();
 }

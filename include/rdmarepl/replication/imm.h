@@ -11,7 +11,9 @@ enum class ImmKind : uint8_t {
   ring_batch = 0,   // leader -> follower: a batch at ring offset (arg * 8)
   large_batch = 1,  // leader -> follower: a batch at offset 0 of the large-record buffer
   ack = 2,          // follower -> leader: applied through seq S, arg = S mod 2^30
-  reserved = 3,
+  // leader -> follower: a checkpoint chunk at offset 0 of the large-record buffer (arg 0);
+  // follower -> leader: its reply to a chunk, zero-length, arg = a ShipReply code.
+  checkpoint = 3,
 };
 
 inline constexpr uint32_t kImmArgBits = 30;

@@ -151,6 +151,11 @@ struct ChannelOptions {
   // The log before the older of the two newest checkpoints is deleted.
   uint64_t checkpoint_every_bytes = 0;
   std::chrono::seconds checkpoint_every{0};
+  // Leader with wal_dir: bytes per second that catching followers up may send (batches
+  // read back from the log and shipped checkpoint chunks, all followers together; a token
+  // bucket holding up to 100 ms of it). 0 (default): no limit beyond one catch-up batch or
+  // chunk in flight at a time. At least 65536 when set.
+  uint64_t catchup_bytes_per_sec = 0;
 
   // Leader only: a tuner that moves batch_bytes, flush_delay, polling, poll_interval, the
   // worker threads and the usable retained window live.

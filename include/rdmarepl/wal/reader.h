@@ -41,7 +41,10 @@ struct ReadEnd {
 class LogReader {
  public:
   // Lists the segments of `dir`. `reporter` may be null (damage is then only counted).
-  static Result<LogReader> open(const std::string& dir, Reporter* reporter);
+  // Segments numbered below `from_segment` are left out: reading starts at the first one
+  // at or after it (a reader for catching up from a known point, not for recovery).
+  static Result<LogReader> open(const std::string& dir, Reporter* reporter,
+                                uint64_t from_segment = 0);
 
   // The next valid batch frame: true with *out set, false at the end of the valid prefix
   // (see end()). An error only for I/O failures, never for damaged bytes.

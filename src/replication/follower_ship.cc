@@ -1,0 +1,192 @@
+// Follower side of checkpoint shipping: chunks arrive in the large-record buffer (one in
+// flight), are checked (header CRC, continuity, running payload CRC32C) and copied aside;
+// the accept thread installs a complete checkpoint (Store::restore and the seqs with every
+// shard locked, then the follower's own log) and answers the last chunk. See
+// docs/wire_format.md ("Checkpoint shipping") and docs/replication.md ("Durability").
+#include <fmt/format.h>
+
+#include <cstring>
+#include <new>
+
+#include "follower.h"
+#include "rdmarepl/core/clock.h"
+#include "rdmarepl/core/crc32c.h"
+#include "rdmarepl/core/log.h"
+#include "rdmarepl/replication/imm.h"
+
+namespace rdmarepl::replication::detail {
+
+bool Follower::send_ship_reply(Shard& s, ShipReply reply) noexcept {
+  transport::WriteRequest w;
+  const auto& target = s.conn->peer().regions.front();
+  w.remote_addr = target.addr;
+  w.rkey = target.rkey;
+  w.imm = make_imm(ImmKind::checkpoint, static_cast<uint32_t>(reply));
+  return s.conn->post_writes(std::span<const transport::WriteRequest>(&w, 1)) ==
+         transport::PostStatus::ok;
+}
+
+bool Follower::handle_chunk(Shard& s, uint32_t byte_len, std::string& why,
+                            bool& protocol) noexcept {
+  protocol = true;
+  if (s.ship.ready) {
+    why =
+        "protocol error: a checkpoint chunk arrived while the previous checkpoint is being "
+        "installed";
+    return false;
+  }
+  ChunkHeader h;
+  const std::span<const std::byte> in(s.large.data(), std::min<size_t>(byte_len, s.large.size()));
+  if (!decode_chunk_header(in, h, why)) {
+    why = "protocol error: " + why + "; nothing of the checkpoint was installed";
+    s.ship = {};
+    return false;
+  }
+  if (byte_len != kChunkHeaderSize + uint64_t{h.length}) {
+    why = fmt::format(
+        "protocol error: checkpoint chunk of {} payload bytes arrived as a write of "
+        "{} bytes",
+        h.length, byte_len);
+    s.ship = {};
+    return false;
+  }
+  if (hooks_.restore == nullptr) {
+    if (h.offset == 0)
+      log::error(
+          "rdmarepl follower {}: shard {}: refused the checkpoint leader {} sent (its log no "
+          "longer reaches back to this follower): the store does not model SnapshottableStore; "
+          "add snapshot/restore hooks to it, or restore this follower from a snapshot",
+          endpoint_.to_string(), s.index, s.leader);
+    if (send_ship_reply(s, ShipReply::no_restore)) return true;
+    why = "sending the reply to a checkpoint chunk failed";
+    protocol = false;
+    return false;
+  }
+  if (h.offset == 0) {
+    s.ship = {};  // a new checkpoint (or the same one again after a reconnect)
+    try {
+      s.ship.bytes.resize(h.total);
+    } catch (const std::bad_alloc&) {
+      log::error(
+          "rdmarepl follower {}: shard {}: no memory for the {}-byte checkpoint leader {} "
+          "sent",
+          endpoint_.to_string(), s.index, h.total, s.leader);
+      s.ship = {};
+      if (send_ship_reply(s, ShipReply::failed)) return true;
+      why = "sending the reply to a checkpoint chunk failed";
+      protocol = false;
+      return false;
+    }
+    s.ship.active = true;
+    s.ship.id = h.id;
+    s.ship.total = h.total;
+    log::info("rdmarepl follower {}: shard {}: receiving checkpoint {} ({} bytes) from leader {}",
+              endpoint_.to_string(), s.index, h.id, h.total, s.leader);
+  } else if (!s.ship.active || h.id != s.ship.id || h.total != s.ship.total ||
+             h.offset != s.ship.received) {
+    why = fmt::format(
+        "protocol error: checkpoint chunk of checkpoint {} at offset {} does not continue the "
+        "one being received (checkpoint {}, {} of {} bytes); nothing of it was installed",
+        h.id, h.offset, s.ship.id, s.ship.received, s.ship.total);
+    s.ship = {};
+    return false;
+  }
+  const auto* payload = reinterpret_cast<const uint8_t*>(s.large.data() + kChunkHeaderSize);
+  const uint32_t crc = crc32c::extend(s.ship.crc, payload, h.length);
+  if (crc != h.crc) {
+    why = fmt::format(
+        "checkpoint {} fails its CRC32C at the chunk at offset {} ({} bytes): nothing of it was "
+        "installed (the leader ships it again after reconnecting)",
+        h.id, h.offset, h.length);
+    s.ship = {};
+    return false;
+  }
+  if (h.length != 0) std::memcpy(s.ship.bytes.data() + h.offset, payload, h.length);
+  s.ship.crc = crc;
+  s.ship.received += h.length;
+  if (h.last()) {
+    // Installing locks every shard and writes files: the accept thread does it.
+    s.ship.ready = true;
+    ship_ready_.store(true, std::memory_order_release);
+    return true;
+  }
+  if (send_ship_reply(s, ShipReply::chunk_ok)) return true;
+  why = "sending the reply to a checkpoint chunk failed";
+  protocol = false;
+  return false;
+}
+
+Status Follower::install_payload(uint32_t shard, std::span<const uint8_t> payload) {
+  auto seqs = parse_checkpoint_prefix(payload, options_.shards,
+                                      fmt::format("the checkpoint received on shard {}", shard));
+  if (!seqs) return std::move(seqs).error();
+  const auto snapshot = payload.subspan(kChannelCheckpointFixed + 8 * size_t{options_.shards});
+  auto locked = [&]() -> Status {
+    // The other shards' connections go: their applied points move, so they reconnect with a
+    // handshake that reports the new ones. None of their batches is applied after this.
+    for (auto& sp : shards_)
+      if (sp->index != shard && sp->conn)
+        drop(*sp, fmt::format("a checkpoint received on shard {} replaces the store; "
+                              "reconnecting from its seqs",
+                              shard));
+    SpanSnapshotReader src(snapshot);
+    auto st = hooks_.restore(store_, src);
+    if (!st)
+      return Error(st.error().code(),
+                   fmt::format("Store::restore from the checkpoint received on shard {} failed: {}",
+                               shard, st.error().message()));
+    for (auto& sp : shards_) {
+      Shard& t = *sp;
+      const uint64_t seq = (*seqs)[t.index];
+      t.applied.store(seq, std::memory_order_release);
+      t.acked.store(seq, std::memory_order_release);
+      t.durable_seq = seq;
+      t.pending_head = t.pending_count = 0;
+      t.consumed_seq = seq;
+      t.last_ack_sent = seq;
+      t.unacked_batches = 0;
+    }
+    return ok_status();
+  };
+  if (wal_) return wal_->install_checkpoint(payload, *seqs, locked);
+  Status st = ok_status();
+  lock_all([&] { st = locked(); });
+  return st;
+}
+
+void Follower::install_shipped() noexcept {
+  for (auto& sp : shards_) {
+    Shard& s = *sp;
+    std::vector<uint8_t> payload;
+    uint64_t id = 0;
+    {
+      std::lock_guard lock(s.mu);
+      if (!s.ship.ready) continue;
+      payload = std::move(s.ship.bytes);
+      id = s.ship.id;
+    }
+    // No shard lock is held here: install_payload() takes them all for the restore only and
+    // writes the log's checkpoint file without them.
+    const uint64_t t0 = mono_ns();
+    Status st = ok_status();
+    try {
+      st = install_payload(s.index, payload);
+    } catch (const std::exception& e) {
+      st = Error(Errc::io_error, fmt::format("installing it failed: {}", e.what()));
+    }
+    if (st) {
+      ChannelMetrics::add(metrics_.checkpoints_installed);
+      log::info("rdmarepl follower {}: shard {}: installed checkpoint {} ({} bytes) in {} ms",
+                endpoint_.to_string(), s.index, id, payload.size(), (mono_ns() - t0) / 1'000'000);
+    } else {
+      log::error("rdmarepl follower {}: shard {}: installing checkpoint {} failed: {}",
+                 endpoint_.to_string(), s.index, id, st.error().message());
+    }
+    std::lock_guard lock(s.mu);
+    s.ship = {};
+    if (s.conn && !send_ship_reply(s, st ? ShipReply::installed : ShipReply::failed))
+      drop(s, "sending the reply to a checkpoint chunk failed");
+  }
+}
+
+}  // namespace rdmarepl::replication::detail
