@@ -39,6 +39,8 @@ constexpr const char* kUsage =
   --leader-polling P   manual | busy | sleep | blocking (default manual: the writer drives it)
   --poll-us N          poll interval / longest block in microseconds (default: the channel's)
   --flush-us N         seal a batch this long after its first record (default: the channel's)
+  --outstanding N      writes in flight at most (default 0: no limit); 1 waits for each
+                       write's commit before the next
   --retain-bytes N     leader's retained window per shard (default: the whole run when a
                        follower is killed, so that it can be caught up from scratch)
   --timeout S          give up after S seconds (default 300)

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -113,6 +114,26 @@ class CommitTracker {
     }
     return ok_status();
   }
+  // Waits until at most `limit` writes are outstanding, oldest first (the oldest outstanding
+  // write is at the front of one shard's queue: the one issued first). The channel's wait()
+  // seals and sends the open batch at once.
+  Status wait_until_at_most(size_t limit, std::chrono::milliseconds timeout) {
+    drain();
+    while (outstanding_ > limit) {
+      uint32_t oldest = 0;
+      uint64_t oldest_ns = UINT64_MAX;
+      for (uint32_t s = 0; s < pending_.size(); ++s) {
+        if (!pending_[s].empty() && pending_[s].front().start_ns < oldest_ns) {
+          oldest = s;
+          oldest_ns = pending_[s].front().start_ns;
+        }
+      }
+      RDMAREPL_TRY(
+          channel_.wait(replication::Ticket{oldest, pending_[oldest].front().seq}, timeout));
+      drain();
+    }
+    return ok_status();
+  }
   LatencySummary summarize() { return latency_.summarize(); }
 
  private:
@@ -169,9 +190,17 @@ int run_leader(const Flags& flags, ControlSocket& ctl) {
                                    replication::describe(w.status)));
     }
     tracker.add(w.ticket, t0);
-    // Without a poller thread this loop drives the channel: completions, acks, sends.
-    if (manual && (i & (kProgressEvery - 1)) == 0) channel.progress();
-    tracker.drain();
+    if (config.outstanding != 0) {
+      // Closed loop: the next write is issued once fewer than `outstanding` are uncommitted.
+      if (auto s = tracker.wait_until_at_most(config.outstanding - 1, 120s); !s) {
+        return fail(ctl, fmt::format("leader: write {} of {} did not commit: {}", i + 1, n,
+                                     s.error().to_string()));
+      }
+    } else {
+      // Without a poller thread this loop drives the channel: completions, acks, sends.
+      if (manual && (i & (kProgressEvery - 1)) == 0) channel.progress();
+      tracker.drain();
+    }
     if ((i & 1023) == 0) {
       uint64_t now = mono_ns();
       if (now - last_report > 50'000'000) {

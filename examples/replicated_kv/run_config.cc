@@ -64,7 +64,8 @@ std::vector<std::string> run_config_flag_names() {
   return {"transport",      "ack",        "polling",      "followers",     "records",
           "key-size",       "value-size", "keyspace",     "erase-percent", "seed",
           "batch-bytes",    "shards",     "retain-bytes", "poll-us",       "flush-us",
-          "leader-polling", "store",      "ring-bytes",   "wal-dir",       "durability"};
+          "leader-polling", "store",      "ring-bytes",   "wal-dir",       "durability",
+          "outstanding"};
 }
 
 std::vector<std::string> to_args(const RunConfig& c) {
@@ -105,6 +106,8 @@ std::vector<std::string> to_args(const RunConfig& c) {
           std::to_string(c.poll_us),
           "--flush-us",
           std::to_string(c.flush_us),
+          "--outstanding",
+          std::to_string(c.outstanding),
           "--wal-dir",
           c.wal_dir,
           "--durability",
@@ -175,6 +178,7 @@ Status apply_flags(const Flags& f, RunConfig& c) {
   RDMAREPL_TRY(u64("poll-us", c.poll_us));
   RDMAREPL_TRY(u64("ring-bytes", c.ring_bytes));
   RDMAREPL_TRY(u64("flush-us", c.flush_us));
+  RDMAREPL_TRY(u64("outstanding", c.outstanding));
   if (f.has("value-size")) {
     auto r = parse_range(f.get("value-size"), "--value-size");
     if (!r) return std::move(r).error();

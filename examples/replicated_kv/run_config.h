@@ -31,6 +31,12 @@ struct RunConfig {
   uint64_t ring_bytes = 0;    // 0: the channel's default (raised to fit 8 batches)
   uint64_t poll_us = 0;       // 0: the channel's default poll_interval
   uint64_t flush_us = 0;      // 0: the channel's default flush_delay
+  // Writes the leader keeps outstanding (issued, not yet committed under the ack mode).
+  // 0: no limit (open loop: writes go back to back and a write's latency includes waiting
+  // behind earlier batches). 1: closed loop, one write at a time; the leader then wait()s
+  // for each write, which seals and sends its batch at once, so flush_delay never adds to
+  // the latency of a lone record.
+  uint64_t outstanding = 0;
   // Write-ahead logs: empty = none. Otherwise each process logs to <wal_dir>/leader or
   // <wal_dir>/follower-<n> (the coordinating process empties them before a run).
   std::string wal_dir;

@@ -59,6 +59,12 @@ void Follower::accept_loop() noexcept {
   for (auto& s : shards_) co.regions.push_back(s->large.remote());
   co.send_queue_depth = options_.queue_depth + 8;
   co.recv_queue_depth = options_.queue_depth + 8;
+  // Every accepted connection (the first and every reconnect) gets its receives posted by the
+  // transport before the leader learns it is up: the leader may send a batch as soon as its
+  // connect() returns, before install() runs here, and a write-with-imm that meets an empty
+  // receive queue is an RNR error. queue_depth + 4 receives: the leader keeps at most
+  // queue_depth - 2 batches in flight (Leader::send_pending), so some are always slack.
+  co.initial_recvs = options_.queue_depth + 4;
   co.connect_timeout = options_.connect_timeout;
   FollowerHello hello;
   hello.shard_count = options_.shards;
@@ -136,12 +142,7 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
     s.conn.reset();
     ChannelMetrics::add(metrics_.reconnects);
   }
-  if (conn->post_recvs(options_.queue_depth + 4) != transport::PostStatus::ok) {
-    log::error("rdmarepl follower {}: shard {}: posting receives failed: {}", endpoint_.to_string(),
-               s.index, conn->error().message());
-    conn->close();
-    return;
-  }
+  // The receives were posted by accept() (ConnectionOptions::initial_recvs, wr_ids 0..n-1).
   s.conn = std::move(conn);
   s.leader = who;
   s.cursor = 0;

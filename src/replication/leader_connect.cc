@@ -39,6 +39,9 @@ bool Leader::try_connect(Shard& s, Link& l) noexcept {
   co.app_data = encode(hello);
   co.send_queue_depth = options_.queue_depth + 8;
   co.recv_queue_depth = options_.queue_depth + 8;
+  // The receives for the follower's acks are posted by the transport before the follower
+  // learns the connection is up, as on the follower's side.
+  co.initial_recvs = options_.queue_depth + 4;
   co.connect_timeout = options_.connect_timeout;
 
   auto report = [&](const std::string& msg) {
@@ -129,10 +132,6 @@ Status Leader::install(Shard& s, Link& l, std::unique_ptr<transport::Connection>
                       options_.retain_bytes));
     }
   }
-  if (conn->post_recvs(options_.queue_depth + 4) != transport::PostStatus::ok)
-    return Error(Errc::io_error, fmt::format("posting receives on the connection to follower {} "
-                                             "failed: {}",
-                                             peer.to_string(), conn->error().message()));
   l.ring = conn->peer().regions[s.index];
   l.large = conn->peer().regions[options_.shards + s.index];
   l.conn = std::move(conn);

@@ -106,6 +106,25 @@ TEST_CASE("bench driver writes valid JSON with verified true", "[bench]") {
   std::remove(path.c_str());
 }
 
+TEST_CASE("bench driver --outstanding 1 runs a closed loop: one record per batch", "[bench]") {
+  // Each write waits for its commit before the next is issued, and the wait seals the open
+  // batch at once: every batch carries exactly one record (open loop packs many per batch).
+  std::string path = temp_path("bench-closed");
+  auto r = run(std::string(RDMAREPL_BENCH_BIN) +
+               " --records 2000 --value-size 1024 --followers 1 --ack all --transport tcp"
+               " --outstanding 1 --quiet --timeout 120 --json " +
+               path);
+  INFO(r.text);
+  REQUIRE(r.code == 0);
+  CHECK(r.text.find("outst=1") != std::string::npos);
+  CHECK(json_ok(path,
+                "d['verified'] is True and d['records'] == 2000 and d['outstanding'] == 1 and "
+                "d['reconnects'] == 0 and d['batches'] == 2000 and "
+                "'closed loop' in d['latency_kind'] and "
+                "0 < d['latency_us']['p50'] <= d['latency_us']['p99']"));
+  std::remove(path.c_str());
+}
+
 TEST_CASE("Redis replication script loads, waits for both replicas and verifies", "[redis]") {
   if (std::system("command -v redis-server >/dev/null 2>&1") != 0) {
     WARN(

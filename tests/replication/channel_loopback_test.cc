@@ -249,6 +249,27 @@ TEST_CASE("a connection dropped mid-stream is re-established and caught up", "[c
   }
 }
 
+TEST_CASE("every connection a follower accepts has receives posted before the leader writes",
+          "[channel][fault]") {
+  // A leader may send its first batch as soon as connect() returns; receives the follower
+  // posts after accept() returns race that write. The fabric fails a write that finds no
+  // receive (as verbs does once rnr_retry runs out) and counts connections whose acceptor
+  // posted none in the handshake: both must stay at zero, over reconnects too.
+  std::atomic<int> writes{0};  // outlives the cluster, whose threads call the hook
+  Cluster c(base_options());
+  c.fabric->rnr_fails = true;
+  c.fabric->leader_hook = [&](const transport::WriteRequest&, std::vector<std::byte>& bytes) {
+    return bytes.empty() || ++writes % 61 != 0;  // every 61st batch write kills the link
+  };
+  c.start_leader();
+  auto last = write_load(c, 2, 3000, 21, 800);
+  for (auto t : last) REQUIRE(c.leader->wait(t, 30s).ok());
+  require_converged(c);
+  CHECK(c.leader->metrics().reconnects > 0);
+  CHECK(c.fabric->accepted_without_recvs.load() == 0);
+  CHECK(c.fabric->rnr_errors.load() == 0);
+}
+
 TEST_CASE("a restarted follower is caught up from the retained window", "[channel][fault]") {
   Cluster c(base_options());
   c.start_leader();
@@ -308,6 +329,17 @@ TEST_CASE("a follower too far behind the retained window gets a clear error", "[
   c.followers[1].reset();
   write_load(c, 1, 20000, 5, 2000);  // far more than the window holds
   REQUIRE(c.leader->wait_all_acked(200ms).error().is(Errc::timeout));
+  // Follower 0 stays connected and converges; it may still be applying the tail (its
+  // deliveries happen in its own poll rounds), so wait for it before comparing.
+  auto caught_up = [&] {
+    for (uint32_t s = 0; s < c.options.shards; ++s)
+      if (c.followers[0]->channel->applied_seq(s) != c.leader->last_seq(s)) return false;
+    return true;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!caught_up() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  CHECK(caught_up());
   CHECK(c.followers[0]->store.digest() == c.leader_store.digest());
 }
 

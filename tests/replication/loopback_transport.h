@@ -1,7 +1,11 @@
 // An in-process transport for deterministic engine tests: both ends of a connection live in
 // one process and a write-with-immediate is a checked memcpy into the peer's registered
-// region plus a receive completion. Like RC verbs with rnr_retry = 7, a write that finds no
-// posted receive waits (in order) until one is posted. A hook can corrupt or drop writes.
+// region plus a receive completion. As with the TCP transport (whose frames are read when
+// the owner polls), the bytes are placed by the receiver's own poll() or post_recvs(), never
+// by the sender's thread. Like RC verbs with rnr_retry = 7, a write that finds no posted
+// receive waits (in order) until one is posted, unless the fabric is strict about it
+// (LoopbackFabric::rnr_fails: such a write fails the connection, as verbs does once
+// rnr_retry runs out). A hook can corrupt or drop writes.
 // The real transports are tested by their conformance suite; this one only has to be
 // faithful enough for the replication engine's logic.
 #pragma once
@@ -69,6 +73,8 @@ struct LoopbackEnd {
   std::weak_ptr<LoopbackEnd> peer;
   PeerInfo info;
   WriteHook hook;
+  // Set when the fabric is strict about RNR: where such failures are counted.
+  std::atomic<uint64_t>* rnr_errors = nullptr;
 
   // Caller holds mu.
   void deliver_locked() {
@@ -118,11 +124,20 @@ class LoopbackConnection final : public Connection {
         fail_both(*peer, keep ? "remote access error" : "dropped by the test hook");
         return PostStatus::ok;  // the failure shows up as completions
       }
+      if (me_->rnr_errors != nullptr) {
+        // Receives not yet claimed by the writes already waiting for the receiver's poll.
+        std::unique_lock lock(peer->mu);
+        if (!peer->failed && peer->recvs <= peer->pending.size()) {
+          lock.unlock();
+          ++*me_->rnr_errors;
+          fail_both(*peer, "RNR: the write found no posted receive");
+          return PostStatus::ok;  // the failure shows up as completions
+        }
+      }
       {
         std::lock_guard lock(peer->mu);
         if (peer->failed) return PostStatus::disconnected;
-        peer->pending.emplace_back(wr, std::move(bytes));
-        peer->deliver_locked();
+        peer->pending.emplace_back(wr, std::move(bytes));  // placed by the peer's poll()
       }
       if (wr.signaled) {
         std::lock_guard lock(me_->mu);
@@ -144,6 +159,7 @@ class LoopbackConnection final : public Connection {
   }
   size_t poll(std::span<Completion> out) noexcept override {
     std::lock_guard lock(me_->mu);
+    me_->deliver_locked();
     size_t n = 0;
     while (n < out.size() && !me_->cq.empty()) {
       out[n++] = me_->cq.front();
@@ -199,6 +215,13 @@ class LoopbackFabric {
   std::map<uint16_t, std::shared_ptr<Port>> ports;
   uint16_t next_port = 20000;
   WriteHook leader_hook;  // applied to writes from connecting sides
+  // A write-with-imm that finds no posted receive fails both ends (counted in rnr_errors).
+  bool rnr_fails = false;
+  std::atomic<uint64_t> rnr_errors{0};
+  // Connections established while the acceptor had no receives posted by the handshake
+  // (ConnectionOptions::initial_recvs == 0): the initiator may write before the acceptor
+  // posts any.
+  std::atomic<uint64_t> accepted_without_recvs{0};
 };
 
 class LoopbackListener final : public Listener {
@@ -293,6 +316,8 @@ class LoopbackTransport final : public Transport {
     mine->hook = fabric_->leader_hook;
     mine->recvs = options.initial_recvs;  // ConnectionOptions::initial_recvs
     theirs->recvs = p->options.initial_recvs;
+    if (p->options.initial_recvs == 0) ++fabric_->accepted_without_recvs;
+    if (fabric_->rnr_fails) mine->rnr_errors = theirs->rnr_errors = &fabric_->rnr_errors;
     p->queue.emplace_back(theirs, p->accept_call);
     p->cv.notify_all();
     return std::unique_ptr<Connection>(new LoopbackConnection(mine));

@@ -42,8 +42,9 @@ if command -v gcovr >/dev/null; then
   echo "$out"
   pct="$(awk '/^TOTAL/ {gsub("%", "", $4); print $4}' <<<"$out")"
 else
-  # gcov alone: sum the "Lines executed" of every verbs source.
-  objs=("$build"/CMakeFiles/rdmarepl.dir/src/transport/verbs/*.gcda)
+  # gcov alone: sum the "Lines executed" of every verbs source (a unity build's objects
+  # hold several sources each, so every object of the library is read).
+  mapfile -t objs < <(find "$build/CMakeFiles/rdmarepl.dir" -name '*.gcda')
   out="$(gcov -n "${objs[@]}" 2>/dev/null | grep -A1 "src/transport/verbs/.*\.cc'" || true)"
   echo "$out"
   pct="$(awk -F'[:% ]+' '/Lines executed/ {c += $3 * $5 / 100; t += $5}
