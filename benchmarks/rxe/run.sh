@@ -6,7 +6,8 @@
 #      over TCP (loopback) in the same boot:
 #      - latency: 1 KiB values, closed loop (--outstanding 1: one write at a time, the next
 #        issued when the previous is committed; the leader's wait() sends the lone record's
-#        batch at once, so flush_delay does not add to it);
+#        batch at once, so flush_delay does not add to it), with the follower polling
+#        blocking (the bench default) and busy (as perftest does);
 #      - throughput: open loop (writes back to back) with 64 KiB batches, at 1 KiB, 16 KiB
 #        and 64 KiB values (about RXE_BENCH_MB MB of values each, default 20);
 # then prints the ratios: replication throughput / ib_write_bw (64 KiB), per value size, and
@@ -44,9 +45,11 @@ for size in 64 1024; do
 done
 $bench --benchmark_out=bench.json --benchmark_out_format=json
 for t in verbs tcp; do
-  $driver --transport \$t --followers 1 --value-size 1024 --records $lat_records --ack all \
-          --outstanding 1 --quiet --json lat-\$t.json >lat-\$t.log 2>&1 ||
-    { echo "rdmarepl-bench --outstanding 1 over \$t failed:"; cat lat-\$t.log; }
+  for p in blocking busy; do
+    $driver --transport \$t --followers 1 --value-size 1024 --records $lat_records --ack all \
+            --outstanding 1 --polling \$p --quiet --json lat-\$t-\$p.json >lat-\$t-\$p.log 2>&1 ||
+      { echo "rdmarepl-bench --outstanding 1 --polling \$p over \$t failed:"; cat lat-\$t-\$p.log; }
+  done
   for v in 1024 16384 65536; do
     $driver --transport \$t --followers 1 --value-size \$v --records \$(( $mb * 1000000 / v )) \
             --ack all --batch-bytes 65536 --quiet --json repl-\$t-\$v.json >repl-\$t-\$v.log 2>&1 ||
@@ -85,13 +88,13 @@ for t in ("verbs", "tcp"):
               f"{r['mb_per_sec']:.2f} MB/s = {r['mb_per_sec'] / perf_bw:.3f} x ib_write_bw "
               f"(target >= 0.8); cpu {r['cpu_us_per_op']:.1f} us/record; open-loop "
               f"replicate-to-ack p50 {r['latency_us']['p50']:.0f} us")
-for t in ("verbs", "tcp"):
-    r = load(f"lat-{t}.json")
+for t, p in (("verbs", "blocking"), ("verbs", "busy"), ("tcp", "blocking"), ("tcp", "busy")):
+    r = load(f"lat-{t}-{p}.json")
     if r is None:
-        print(f"closed-loop latency over {t}: no result")
+        print(f"closed-loop latency over {t}, {p} follower polling: no result")
         continue
     p50 = r["latency_us"]["p50"]
-    print(f"replicate-to-ack over {t}, closed loop (1 KiB values, 1 follower, ack=all, "
+    print(f"replicate-to-ack over {t}, closed loop, {p} follower polling (1 KiB values, 1 follower, ack=all, "
           f"{r['records']} records, verified {r['verified']}): p50 {p50:.1f} us, p99 "
           f"{r['latency_us']['p99']:.1f} us; p50 = {p50 / perf_lat1k:.2f} x ib_write_lat 1 KiB "
           f"typical (target <= 1.5), = {p50 / (2 * perf_lat1k):.2f} x 2 x typical (a round trip)")
