@@ -245,8 +245,12 @@ class LoopbackListener final : public Listener {
     port_->cv.notify_all();
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
-      if (!port_->cv.wait_until(lock, deadline, [&] { return !port_->queue.empty(); }))
+      if (!port_->cv.wait_until(lock, deadline, [&] { return !port_->queue.empty(); })) {
+        // As with TCP and verbs, whose handshake runs inside accept(): an initiator completes
+        // its connect() only while an accept() call offers its options.
+        port_->has_options = false;
         return Error(Errc::timeout, "no connection");
+      }
       auto [end, made_by] = port_->queue.front();
       port_->queue.pop_front();
       if (made_by == call) return std::unique_ptr<Connection>(new LoopbackConnection(end));
@@ -304,6 +308,10 @@ class LoopbackTransport final : public Transport {
     std::unique_lock lock(p->mu);
     if (!p->cv.wait_for(lock, options.connect_timeout, [&] { return p->has_options; }))
       return Error(Errc::timeout, "acceptor never ready");
+    // One accept() call completes one handshake: this connection takes the call, and another
+    // initiator waits for the next one (instead of queueing against options a call that
+    // already returned a connection offered, and being failed as stale).
+    p->has_options = false;
     auto mine = std::make_shared<LoopbackEnd>();
     auto theirs = std::make_shared<LoopbackEnd>();
     mine->table = table_;
