@@ -10,10 +10,15 @@
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/replication/batch_format.h"
 #include "rdmarepl/replication/imm.h"
+#include "rdmarepl/transport/bootstrap/hello.h"
 
 namespace rdmarepl::replication::detail {
 
 using transport::Access;
+
+// The follower advertises 2 * kBufferGenerations regions per shard; validate() allows up to
+// 1024 shards, which must fit into one bootstrap Hello.
+static_assert(2 * kBufferGenerations * 1024 <= transport::bootstrap::kMaxRegions);
 
 Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& options,
                                                       std::unique_ptr<transport::Transport> t,
