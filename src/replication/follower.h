@@ -1,6 +1,7 @@
-// The follower engine: per shard a receive ring and a large-record buffer (registered for
-// remote write and advertised in the handshake), the connection from the leader, and the
-// applied seq used to skip duplicates after a reconnect. See docs/replication.md.
+// The follower engine: per shard two generations of a receive ring and of a large-record
+// buffer (registered for remote write and advertised in the handshake; each new connection
+// writes to the generation the previous one did not use), the connection from the leader,
+// and the applied seq used to skip duplicates after a reconnect. See docs/replication.md.
 #pragma once
 
 #include <atomic>
