@@ -10,10 +10,15 @@
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/replication/batch_format.h"
 #include "rdmarepl/replication/imm.h"
+#include "rdmarepl/transport/bootstrap/hello.h"
 
 namespace rdmarepl::replication::detail {
 
 using transport::Access;
+
+// The follower advertises 2 * kBufferGenerations regions per shard; validate() allows up to
+// 1024 shards, which must fit into one bootstrap Hello.
+static_assert(2 * kBufferGenerations * 1024 <= transport::bootstrap::kMaxRegions);
 
 Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& options,
                                                       std::unique_ptr<transport::Transport> t,
@@ -24,17 +29,19 @@ Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& opti
     auto s = std::make_unique<Shard>();
     s->index = i;
     // Rings take remote writes only from the authenticated leader; nothing else of the
-    // process is registered for remote access.
-    auto r = RegisteredBuffer::create(*self->transport_, options.ring_bytes,
-                                      Access::local_write | Access::remote_write,
-                                      fmt::format("receive ring of shard {}", i));
-    if (!r.ok()) return std::move(r).error();
-    s->ring = std::move(r).value();
-    auto l = RegisteredBuffer::create(*self->transport_, large,
-                                      Access::local_write | Access::remote_write,
-                                      fmt::format("large-record buffer of shard {}", i));
-    if (!l.ok()) return std::move(l).error();
-    s->large = std::move(l).value();
+    // process is registered for remote access. Two generations of each (see Shard::gen).
+    for (uint32_t g = 0; g < kBufferGenerations; ++g) {
+      auto r = RegisteredBuffer::create(*self->transport_, options.ring_bytes,
+                                        Access::local_write | Access::remote_write,
+                                        fmt::format("receive ring {} of shard {}", g, i));
+      if (!r.ok()) return std::move(r).error();
+      s->rings[g] = std::move(r).value();
+      auto l = RegisteredBuffer::create(*self->transport_, large,
+                                        Access::local_write | Access::remote_write,
+                                        fmt::format("large-record buffer {} of shard {}", g, i));
+      if (!l.ok()) return std::move(l).error();
+      s->larges[g] = std::move(l).value();
+    }
     self->shards_.push_back(std::move(s));
   }
   RDMAREPL_TRY(self->open_wal());
@@ -55,8 +62,12 @@ void Follower::accept_loop() noexcept {
   transport::ConnectionOptions co;
   co.node_id = options_.node_id;
   co.pre_shared_key = options_.pre_shared_key;
-  for (auto& s : shards_) co.regions.push_back(s->ring.remote());
-  for (auto& s : shards_) co.regions.push_back(s->large.remote());
+  // Rings of generation 0, of generation 1, then large-record buffers of generation 0, of 1
+  // (docs/wire_format.md, "Replication handshake").
+  for (uint32_t g = 0; g < kBufferGenerations; ++g)
+    for (auto& s : shards_) co.regions.push_back(s->rings[g].remote());
+  for (uint32_t g = 0; g < kBufferGenerations; ++g)
+    for (auto& s : shards_) co.regions.push_back(s->larges[g].remote());
   co.send_queue_depth = options_.queue_depth + 8;
   co.recv_queue_depth = options_.queue_depth + 8;
   // Every accepted connection (the first and every reconnect) gets its receives posted by the
@@ -70,8 +81,9 @@ void Follower::accept_loop() noexcept {
   hello.shard_count = options_.shards;
   hello.queue_depth = options_.queue_depth;
   hello.ring_bytes = options_.ring_bytes;
-  hello.large_bytes = shards_.front()->large.size();
+  hello.large_bytes = shards_.front()->larges[0].size();
   hello.applied.resize(options_.shards);
+  hello.generation.resize(options_.shards);
   while (!stopping()) {
     if (ship_ready_.exchange(false, std::memory_order_acq_rel)) install_shipped();
     // The resume points may be stale by the time the leader reads them (a shard can still
@@ -82,9 +94,15 @@ void Follower::accept_loop() noexcept {
     // checkpoint received from the leader was installed meanwhile).
     // With Durability::batch the resume point is what the log has synced (the leader must
     // not count the rest); otherwise everything applied.
+    // A connection accepted now writes to the buffers its shard's current connection does not
+    // use. Only this thread switches generations (install(), one accepted connection at a
+    // time, after the accept() that carried this hello), so a connection never writes to the
+    // generation still being read: before install() the poller reads only the other one, and
+    // install() switches under the shard lock.
     for (auto& s : shards_) {
       std::lock_guard lock(s->mu);
       hello.applied[s->index] = resume_point(*s);
+      hello.generation[s->index] = static_cast<uint8_t>(s->next_gen());
     }
     co.app_data = encode(hello);
     auto conn = listener_->accept(co, std::chrono::milliseconds(100));
@@ -94,12 +112,12 @@ void Follower::accept_loop() noexcept {
                   conn.error().message());
       continue;
     }
-    install(std::move(conn).value(), hello.applied);
+    install(std::move(conn).value(), hello);
   }
 }
 
 void Follower::install(std::unique_ptr<transport::Connection> conn,
-                       const std::vector<uint64_t>& told) noexcept {
+                       const FollowerHello& told) noexcept {
   const auto& info = conn->peer();
   const std::string who = fmt::format("{} ({})", info.node_id, info.address);
   auto h = parse_leader_hello(info.app_data, who);
@@ -110,13 +128,13 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
                            "ChannelOptions::shards on both",
                            who, h->shard_count, options_.shards));
   if (st.ok() &&
-      (h->ring_bytes > options_.ring_bytes || h->large_bytes > shards_.front()->large.size() ||
+      (h->ring_bytes > options_.ring_bytes || h->large_bytes > shards_.front()->larges[0].size() ||
        h->queue_depth > options_.queue_depth))
     st = Error(Errc::invalid_argument,
                fmt::format("leader {} needs ring_bytes {}, large-record buffer {} and queue_depth "
                            "{}, this follower has {}, {} and {}; use the same options on both",
                            who, h->ring_bytes, h->large_bytes, h->queue_depth, options_.ring_bytes,
-                           shards_.front()->large.size(), options_.queue_depth));
+                           shards_.front()->larges[0].size(), options_.queue_depth));
   if (!st.ok()) {
     log::error("rdmarepl follower {}: {}", endpoint_.to_string(), st.error().message());
     conn->close();
@@ -127,11 +145,11 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
   const uint64_t now = resume_point(s);
   // Ahead: it applied more through an old connection. Behind: a checkpoint installed since
   // moved it back (the leader would resume after a seq this shard no longer has).
-  if (now != told[s.index]) {
+  if (now != told.applied[s.index]) {
     log::info(
         "rdmarepl follower {}: shard {}: the handshake told leader {} seq {} but this shard is "
         "at {} now; closing the connection so that it reconnects with the current point",
-        endpoint_.to_string(), s.index, who, told[s.index], now);
+        endpoint_.to_string(), s.index, who, told.applied[s.index], now);
     conn->close();
     return;
   }
@@ -142,6 +160,9 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
     s.conn.reset();
     ChannelMetrics::add(metrics_.reconnects);
   }
+  // From here on the poller reads only the generation this connection writes to; the old
+  // connection (closed above, under the same lock) used the other one.
+  s.gen = told.generation[s.index];
   // The receives were posted by accept() (ConnectionOptions::initial_recvs, wr_ids 0..n-1).
   s.conn = std::move(conn);
   s.leader = who;
@@ -169,17 +190,17 @@ bool Follower::handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::stri
   switch (imm_kind(imm)) {
     case ImmKind::ring_batch:
       offset = uint64_t{imm_arg(imm)} * kBatchAlign;
-      if ((offset != s.cursor && offset != 0) || offset + kBatchHeaderSize > s.ring.size()) {
+      if ((offset != s.cursor && offset != 0) || offset + kBatchHeaderSize > s.ring().size()) {
         why = fmt::format(
             "protocol error: batch announced at ring offset {} but the next batch "
             "was expected at {} (or 0 after a wrap; ring is {} bytes)",
-            offset, s.cursor, s.ring.size());
+            offset, s.cursor, s.ring().size());
         return false;
       }
-      bytes = std::span<const std::byte>(s.ring.data() + offset, s.ring.size() - offset);
+      bytes = std::span<const std::byte>(s.ring().data() + offset, s.ring().size() - offset);
       break;
     case ImmKind::large_batch:
-      bytes = std::span<const std::byte>(s.large.data(), s.large.size());
+      bytes = std::span<const std::byte>(s.large().data(), s.large().size());
       break;
     default:
       why = fmt::format("protocol error: unexpected immediate 0x{:08x}", imm);

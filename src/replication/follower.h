@@ -1,6 +1,7 @@
-// The follower engine: per shard a receive ring and a large-record buffer (registered for
-// remote write and advertised in the handshake), the connection from the leader, and the
-// applied seq used to skip duplicates after a reconnect. See docs/replication.md.
+// The follower engine: per shard two generations of a receive ring and of a large-record
+// buffer (registered for remote write and advertised in the handshake; each new connection
+// writes to the generation the previous one did not use), the connection from the leader,
+// and the applied seq used to skip duplicates after a reconnect. See docs/replication.md.
 #pragma once
 
 #include <atomic>
@@ -56,8 +57,15 @@ class Follower final : public CoreBase {
   struct Shard {
     std::mutex mu;
     uint32_t index = 0;
-    RegisteredBuffer ring;
-    RegisteredBuffer large;
+    // Two generations of each buffer: the connection installed last writes to `gen`, a new
+    // one (which may write before install() runs) to the other, never into bytes the poller
+    // may still be reading for the old connection (docs/replication.md, "Reconnecting").
+    RegisteredBuffer rings[kBufferGenerations];
+    RegisteredBuffer larges[kBufferGenerations];
+    uint32_t gen = 1;  // the first connection gets generation 0
+    [[nodiscard]] RegisteredBuffer& ring() noexcept { return rings[gen]; }
+    [[nodiscard]] RegisteredBuffer& large() noexcept { return larges[gen]; }
+    [[nodiscard]] uint32_t next_gen() const noexcept { return 1 - gen; }
     std::unique_ptr<transport::Connection> conn;
     std::string leader;   // node id of the connected leader, for messages
     uint64_t cursor = 0;  // where the next ring batch is expected (or 0 after a wrap)
@@ -109,9 +117,8 @@ class Follower final : public CoreBase {
   // The seq a (re)connecting leader resumes after: everything applied, or with
   // Durability::batch what the log has synced. Refreshes `acked`. Caller holds s.mu.
   uint64_t resume_point(Shard& s) noexcept;
-  // `told`: the per-shard resume points the handshake sent.
-  void install(std::unique_ptr<transport::Connection> conn,
-               const std::vector<uint64_t>& told) noexcept;
+  // `told`: the handshake sent (per-shard resume points and buffer generations).
+  void install(std::unique_ptr<transport::Connection> conn, const FollowerHello& told) noexcept;
   // Sends an acknowledgement when there is something to acknowledge; 1 when it did.
   size_t send_ack(Shard& s) noexcept;
 

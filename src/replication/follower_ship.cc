@@ -36,7 +36,8 @@ bool Follower::handle_chunk(Shard& s, uint32_t byte_len, std::string& why,
     return false;
   }
   ChunkHeader h;
-  const std::span<const std::byte> in(s.large.data(), std::min<size_t>(byte_len, s.large.size()));
+  const std::span<const std::byte> in(s.large().data(),
+                                      std::min<size_t>(byte_len, s.large().size()));
   if (!decode_chunk_header(in, h, why)) {
     why = "protocol error: " + why + "; nothing of the checkpoint was installed";
     s.ship = {};
@@ -91,7 +92,7 @@ bool Follower::handle_chunk(Shard& s, uint32_t byte_len, std::string& why,
     s.ship = {};
     return false;
   }
-  const auto* payload = reinterpret_cast<const uint8_t*>(s.large.data() + kChunkHeaderSize);
+  const auto* payload = reinterpret_cast<const uint8_t*>(s.large().data() + kChunkHeaderSize);
   const uint32_t crc = crc32c::extend(s.ship.crc, payload, h.length);
   if (crc != h.crc) {
     why = fmt::format(

@@ -9,9 +9,11 @@ namespace {
 
 constexpr uint32_t kLeaderMagic = 0x52504C4Cu;    // "RPLL"
 constexpr uint32_t kFollowerMagic = 0x52504C46u;  // "RPLF"
-constexpr uint16_t kHelloVersion = 1;
+// 2: the follower hello's per-shard entries carry the buffer generation (16 bytes each).
+constexpr uint16_t kHelloVersion = 2;
 constexpr size_t kLeaderSize = 40;
 constexpr size_t kFollowerFixed = 32;
+constexpr size_t kFollowerPerShard = 16;  // applied (8), generation (4), reserved (4)
 
 Error bad(std::string_view peer, std::string_view what) {
   return Error(Errc::protocol_error,
@@ -38,7 +40,7 @@ std::string encode(const LeaderHello& h) {
 }
 
 std::string encode(const FollowerHello& h) {
-  std::string out(kFollowerFixed + 8 * h.applied.size(), '\0');
+  std::string out(kFollowerFixed + kFollowerPerShard * h.applied.size(), '\0');
   char* p = out.data();
   store_be32(p, kFollowerMagic);
   store_be16(p + 4, kHelloVersion);
@@ -47,8 +49,12 @@ std::string encode(const FollowerHello& h) {
   store_be32(p + 12, h.queue_depth);
   store_be64(p + 16, h.ring_bytes);
   store_be64(p + 24, h.large_bytes);
-  for (size_t i = 0; i < h.applied.size(); ++i)
-    store_be64(p + kFollowerFixed + 8 * i, h.applied[i]);
+  for (size_t i = 0; i < h.applied.size(); ++i) {
+    char* e = p + kFollowerFixed + kFollowerPerShard * i;
+    store_be64(e, h.applied[i]);
+    store_be32(e + 8, i < h.generation.size() ? h.generation[i] : 0);
+    store_be32(e + 12, 0);
+  }
   return out;
 }
 
@@ -84,11 +90,21 @@ Result<FollowerHello> parse_follower_hello(std::string_view b, std::string_view 
   h.queue_depth = load_be32(p + 12);
   h.ring_bytes = load_be64(p + 16);
   h.large_bytes = load_be64(p + 24);
-  if (b.size() != kFollowerFixed + 8 * size_t{h.shard_count})
+  if (b.size() != kFollowerFixed + kFollowerPerShard * size_t{h.shard_count})
     return bad(peer,
                fmt::format("follower hello is {} bytes for {} shards", b.size(), h.shard_count));
   h.applied.resize(h.shard_count);
-  for (size_t i = 0; i < h.shard_count; ++i) h.applied[i] = load_be64(p + kFollowerFixed + 8 * i);
+  h.generation.resize(h.shard_count);
+  for (size_t i = 0; i < h.shard_count; ++i) {
+    const char* e = p + kFollowerFixed + kFollowerPerShard * i;
+    h.applied[i] = load_be64(e);
+    const uint32_t gen = load_be32(e + 8);
+    if (gen >= kBufferGenerations || load_be32(e + 12) != 0)
+      return bad(peer, fmt::format("follower hello names buffer generation {} (reserved {}) for "
+                                   "shard {}; only 0 and 1 exist",
+                                   gen, load_be32(e + 12), i));
+    h.generation[i] = static_cast<uint8_t>(gen);
+  }
   return h;
 }
 

@@ -20,14 +20,23 @@ struct LeaderHello {
   uint64_t large_bytes = 0;  // the largest batch it may write to the large-record buffer
 };
 
-// Follower -> leader: its buffers and, per shard, the last seq it applied (the resume point).
+// Follower -> leader: its buffers and, per shard, the last seq it applied (the resume point)
+// and the buffer generation (0 or 1) this connection must write to: the follower registers
+// two rings and two large-record buffers per shard and a new connection always writes to the
+// pair the shard's current connection does not use (docs/replication.md, "Reconnecting").
 struct FollowerHello {
   uint32_t shard_count = 0;
   uint32_t queue_depth = 0;  // receives it posts per connection (minus slack)
   uint64_t ring_bytes = 0;
   uint64_t large_bytes = 0;
-  std::vector<uint64_t> applied;  // shard_count entries
+  std::vector<uint64_t> applied;    // shard_count entries
+  std::vector<uint8_t> generation;  // shard_count entries, each 0 or 1 (missing ones encode 0)
 };
+
+// Buffer generations per shard on a follower; its regions are advertised as rings of
+// generation 0 (one per shard), rings of generation 1, large-record buffers of generation 0,
+// large-record buffers of generation 1.
+inline constexpr uint32_t kBufferGenerations = 2;
 
 std::string encode(const LeaderHello& h);
 std::string encode(const FollowerHello& h);

@@ -75,11 +75,12 @@ bool Leader::try_connect(Shard& s, Link& l) noexcept {
                fmt::format("follower {} posts {} receives but this leader keeps up to {} batches "
                            "in flight; use the same queue_depth on both",
                            peer.to_string(), fh->queue_depth, options_.queue_depth));
-  if (st.ok() && info.regions.size() != 2 * size_t{options_.shards})
+  if (st.ok() && info.regions.size() != 2 * size_t{kBufferGenerations} * options_.shards)
     st = Error(Errc::protocol_error,
-               fmt::format("follower {} advertised {} regions, expected {} (a ring and a "
-                           "large-record buffer per shard)",
-                           peer.to_string(), info.regions.size(), 2 * options_.shards));
+               fmt::format("follower {} advertised {} regions, expected {} (two rings and two "
+                           "large-record buffers per shard)",
+                           peer.to_string(), info.regions.size(),
+                           2 * kBufferGenerations * options_.shards));
   if (st.ok()) {
     std::lock_guard lock(s.mu);
     if (closed_.load()) return false;
@@ -132,8 +133,12 @@ Status Leader::install(Shard& s, Link& l, std::unique_ptr<transport::Connection>
                       options_.retain_bytes));
     }
   }
-  l.ring = conn->peer().regions[s.index];
-  l.large = conn->peer().regions[options_.shards + s.index];
+  // The buffer generation the follower named for this connection: not the one its previous
+  // connection (if any) wrote to, which the follower may still be reading.
+  const size_t gen = hello.generation[s.index];
+  const size_t n = options_.shards;
+  l.ring = conn->peer().regions[gen * n + s.index];
+  l.large = conn->peer().regions[(kBufferGenerations + gen) * n + s.index];
   l.conn = std::move(conn);
   l.ring_space.reset();
   l.inflight_head = l.inflight_count = 0;

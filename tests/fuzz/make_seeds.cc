@@ -90,7 +90,8 @@ int main(int argc, char** argv) {
                                                             .queue_depth = 62,
                                                             .ring_bytes = 1 << 20,
                                                             .large_bytes = 1 << 24,
-                                                            .applied = {0, 17, 123456}});
+                                                            .applied = {0, 17, 123456},
+                                                            .generation = {0, 1, 1}});
   ok &= write(h, "leader_hello", 1, leader.data(), leader.size());
   ok &= write(h, "follower_hello", 2, follower.data(), follower.size());
   transport::bootstrap::Hello tcp;

@@ -139,10 +139,20 @@ TEST_CASE("handshake payloads round-trip and reject garbage", "[hello]") {
   CHECK(l->queue_depth == 256);
   CHECK(l->ring_bytes == (1u << 22));
   CHECK(l->large_bytes == (1u << 24));
-  FollowerHello fh{2, 256, 1 << 22, 1 << 24, {17, 0}};
+  FollowerHello fh{2, 256, 1 << 22, 1 << 24, {17, 0}, {1, 0}};
   auto f = parse_follower_hello(encode(fh), "peer");
   REQUIRE(f.ok());
   CHECK(f->applied == std::vector<uint64_t>{17, 0});
+  CHECK(f->generation == std::vector<uint8_t>{1, 0});
+  // Only generations 0 and 1 exist; the reserved word after each is zero.
+  for (const size_t at : {32 + 8 + 3, 32 + 12 + 3}) {
+    auto bad_gen = encode(fh);
+    bad_gen[at] = 2;
+    auto r = parse_follower_hello(bad_gen, "peer");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().is(rdmarepl::Errc::protocol_error));
+    CHECK(r.error().message().find("generation") != std::string::npos);
+  }
 
   auto bytes = encode(lh);
   bytes[0] = 'X';

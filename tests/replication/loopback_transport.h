@@ -1,11 +1,13 @@
 // An in-process transport for deterministic engine tests: both ends of a connection live in
 // one process and a write-with-immediate is a checked memcpy into the peer's registered
-// region plus a receive completion. As with the TCP transport (whose frames are read when
-// the owner polls), the bytes are placed by the receiver's own poll() or post_recvs(), never
-// by the sender's thread. Like RC verbs with rnr_retry = 7, a write that finds no posted
-// receive waits (in order) until one is posted, unless the fabric is strict about it
-// (LoopbackFabric::rnr_fails: such a write fails the connection, as verbs does once
-// rnr_retry runs out). A hook can corrupt or drop writes.
+// region plus a receive completion. As with RDMA, the bytes are placed at post time, on the
+// sender's thread (the NIC places a write whenever it does, not when the receiver polls), so
+// ThreadSanitizer sees a writer that overwrites bytes the receiver is still reading; the
+// completion is delivered by the receiver's own poll() or post_recvs(), in order. Like RC
+// verbs with rnr_retry = 7, a write whose completion finds no posted receive waits (in order)
+// until one is posted, unless the fabric is strict about it (LoopbackFabric::rnr_fails: such
+// a write fails the connection, as verbs does once rnr_retry runs out). Nothing is placed
+// once either end has failed or been closed. A hook can corrupt or drop writes.
 // The real transports are tested by their conformance suite; this one only has to be
 // faithful enough for the replication engine's logic.
 #pragma once
@@ -64,7 +66,7 @@ struct RegionTable {
 struct LoopbackEnd {
   std::mutex mu;
   std::deque<Completion> cq;
-  std::deque<std::pair<WriteRequest, std::vector<std::byte>>> pending;  // waiting for receives
+  std::deque<WriteRequest> pending;  // placed, their completions waiting for receives
   uint32_t recvs = 0;
   uint64_t next_recv_id = 0;
   bool failed = false;
@@ -79,9 +81,7 @@ struct LoopbackEnd {
   // Caller holds mu.
   void deliver_locked() {
     while (!pending.empty() && recvs > 0 && !failed) {
-      auto& [wr, bytes] = pending.front();
-      if (!bytes.empty())
-        std::memcpy(reinterpret_cast<void*>(wr.remote_addr), bytes.data(), bytes.size());
+      const WriteRequest& wr = pending.front();
       --recvs;
       Completion c;
       c.wr_id = next_recv_id++;
@@ -135,9 +135,12 @@ class LoopbackConnection final : public Connection {
         }
       }
       {
+        // Placed now, on this thread; only the completion waits for the peer's poll().
         std::lock_guard lock(peer->mu);
         if (peer->failed) return PostStatus::disconnected;
-        peer->pending.emplace_back(wr, std::move(bytes));  // placed by the peer's poll()
+        if (!bytes.empty())
+          std::memcpy(reinterpret_cast<void*>(wr.remote_addr), bytes.data(), bytes.size());
+        peer->pending.push_back(wr);
       }
       if (wr.signaled) {
         std::lock_guard lock(me_->mu);
@@ -222,6 +225,24 @@ class LoopbackFabric {
   // (ConnectionOptions::initial_recvs == 0): the initiator may write before the acceptor
   // posts any.
   std::atomic<uint64_t> accepted_without_recvs{0};
+  // Every connection end made so far (expired ones are skipped): fail_all() pulls the cable.
+  std::vector<std::weak_ptr<LoopbackEnd>> ends;
+  // Fails every live connection as a link that went down would; returns how many it failed.
+  size_t fail_all(const std::string& why) {
+    std::vector<std::shared_ptr<LoopbackEnd>> live;
+    {
+      std::lock_guard lock(mu);
+      for (auto& w : ends)
+        if (auto e = w.lock()) live.push_back(std::move(e));
+    }
+    size_t n = 0;
+    for (auto& e : live) {
+      std::lock_guard lock(e->mu);
+      n += e->failed ? 0 : 1;
+      e->fail_locked(why);
+    }
+    return n;
+  }
 };
 
 class LoopbackListener final : public Listener {
@@ -247,13 +268,17 @@ class LoopbackListener final : public Listener {
     for (;;) {
       if (!port_->cv.wait_until(lock, deadline, [&] { return !port_->queue.empty(); })) {
         // As with TCP and verbs, whose handshake runs inside accept(): an initiator completes
-        // its connect() only while an accept() call offers its options.
+        // its connect() only while an accept() call offers its options, never against the
+        // options of a call that already returned.
         port_->has_options = false;
         return Error(Errc::timeout, "no connection");
       }
       auto [end, made_by] = port_->queue.front();
       port_->queue.pop_front();
-      if (made_by == call) return std::unique_ptr<Connection>(new LoopbackConnection(end));
+      if (made_by == call) {
+        port_->has_options = false;
+        return std::unique_ptr<Connection>(new LoopbackConnection(end));
+      }
       LoopbackConnection(end).close();  // handshake of a stale accept(): fail both ends
     }
   }
@@ -326,6 +351,12 @@ class LoopbackTransport final : public Transport {
     theirs->recvs = p->options.initial_recvs;
     if (p->options.initial_recvs == 0) ++fabric_->accepted_without_recvs;
     if (fabric_->rnr_fails) mine->rnr_errors = theirs->rnr_errors = &fabric_->rnr_errors;
+    {
+      std::lock_guard fabric_lock(fabric_->mu);
+      std::erase_if(fabric_->ends, [](const auto& w) { return w.expired(); });
+      fabric_->ends.push_back(mine);
+      fabric_->ends.push_back(theirs);
+    }
     p->queue.emplace_back(theirs, p->accept_call);
     p->cv.notify_all();
     return std::unique_ptr<Connection>(new LoopbackConnection(mine));

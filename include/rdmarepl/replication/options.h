@@ -111,8 +111,10 @@ struct ChannelOptions {
   std::chrono::microseconds flush_delay{200};
 
   // Memory, registered once at create():
-  //   follower: one receive ring of `ring_bytes` and one large-record buffer big enough for
-  //             one record of `max_value_bytes` per shard
+  //   follower: per shard, two receive rings of `ring_bytes` and two large-record buffers
+  //             big enough for one record of `max_value_bytes` (two generations, so that a
+  //             reconnecting leader never writes where the old connection is still read;
+  //             docs/replication.md, "Reconnecting: two buffer generations")
   //   leader:   one retained window of `retain_bytes` per shard (the batches kept for
   //             followers that are behind or reconnecting)
   size_t ring_bytes = 4 * 1024 * 1024;
