@@ -6,7 +6,9 @@ if(RDMAREPL_SANITIZE)
   add_link_options(${RDMAREPL_SAN_FLAGS})
 endif()
 if(RDMAREPL_COVERAGE)
-  add_compile_options(--coverage -O0)
+  # Atomic counter updates: the tests run several threads through the same code, and plain
+  # increments can race into negative branch counts that gcovr refuses to parse.
+  add_compile_options(--coverage -O0 -fprofile-update=atomic)
   add_link_options(--coverage)
 endif()
 
