@@ -50,19 +50,6 @@ Status read_exact(wal::CheckpointReader& in, uint8_t* out, size_t n, const std::
   return ok_status();
 }
 
-// The channel prefix of a checkpoint read from a file: its fixed part, then the seqs.
-Result<std::vector<uint64_t>> read_prefix(wal::CheckpointReader& ck, uint32_t shards) {
-  std::vector<uint8_t> head(kChannelCheckpointFixed);
-  RDMAREPL_TRY(read_exact(ck, head.data(), head.size(), ck.path()));
-  const uint32_t have = load_be32(head.data() + 8);
-  if (have == shards) {
-    head.resize(kChannelCheckpointFixed + 8 * size_t{shards});
-    RDMAREPL_TRY(read_exact(ck, head.data() + kChannelCheckpointFixed,
-                            head.size() - kChannelCheckpointFixed, ck.path()));
-  }
-  return parse_checkpoint_prefix(head, shards, "checkpoint " + ck.path());
-}
-
 // Applies checkpoints and logged batches to the store, tracking the seq of every shard.
 class Recovery final : public wal::RecoveryHandler {
  public:
@@ -70,7 +57,7 @@ class Recovery final : public wal::RecoveryHandler {
       : o_(o), store_(store), on_batch_(on_batch), seq_(o.shards, 0) {}
 
   Status restore(wal::CheckpointReader& ck) override {
-    auto seqs = read_prefix(ck, o_.shards);
+    auto seqs = read_checkpoint_prefix(ck, o_.shards);
     if (!seqs) return std::move(seqs).error();
     seq_ = std::move(*seqs);
     if (store_.restore == nullptr)
@@ -141,6 +128,18 @@ wal::Durability writer_durability(Durability d) {
 }
 
 }  // namespace
+
+Result<std::vector<uint64_t>> read_checkpoint_prefix(wal::CheckpointReader& ck, uint32_t shards) {
+  std::vector<uint8_t> head(kChannelCheckpointFixed);
+  RDMAREPL_TRY(read_exact(ck, head.data(), head.size(), ck.path()));
+  const uint32_t have = load_be32(head.data() + 8);
+  if (have == shards) {
+    head.resize(kChannelCheckpointFixed + 8 * size_t{shards});
+    RDMAREPL_TRY(read_exact(ck, head.data() + kChannelCheckpointFixed,
+                            head.size() - kChannelCheckpointFixed, ck.path()));
+  }
+  return parse_checkpoint_prefix(head, shards, "checkpoint " + ck.path());
+}
 
 Result<std::vector<uint64_t>> parse_checkpoint_prefix(std::span<const uint8_t> payload,
                                                       uint32_t shards, const std::string& what) {

@@ -40,6 +40,8 @@ inline constexpr size_t kChannelCheckpointFixed = 16;
 // The store's snapshot bytes follow at kChannelCheckpointFixed + 8 * shards.
 Result<std::vector<uint64_t>> parse_checkpoint_prefix(std::span<const uint8_t> payload,
                                                       uint32_t shards, const std::string& what);
+// The same, read from the start of a checkpoint file (the reader is left after the seqs).
+Result<std::vector<uint64_t>> read_checkpoint_prefix(wal::CheckpointReader& ck, uint32_t shards);
 
 // Feeds bytes held in memory to Store::restore.
 class SpanSnapshotReader final : public SnapshotReader {

@@ -332,15 +332,7 @@ Status Leader::ship_checkpoint(Shard& s, Link& l, uint64_t generation, uint64_t 
                              wal_->dir()));
   wal::CheckpointReader& in = **ck;
   const uint64_t total = in.size();
-  std::vector<uint8_t> head(
-      std::min<uint64_t>(total, kChannelCheckpointFixed + 8 * uint64_t{options_.shards}));
-  for (size_t got = 0; got < head.size();) {
-    auto r = in.read(std::span<uint8_t>(head.data() + got, head.size() - got));
-    if (!r) return std::move(r).error();
-    if (*r == 0) break;
-    got += *r;
-  }
-  auto seqs = parse_checkpoint_prefix(head, options_.shards, "checkpoint " + in.path());
+  auto seqs = read_checkpoint_prefix(in, options_.shards);
   if (!seqs) return std::move(seqs).error();
   const uint64_t covers = (*seqs)[s.index];
   if (covers < acked)
