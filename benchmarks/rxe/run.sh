@@ -9,7 +9,7 @@
 #        batch at once, so flush_delay does not add to it), with the follower polling
 #        blocking (the bench default) and busy (as perftest does);
 #      - throughput: open loop (writes back to back) with 64 KiB batches, at 1 KiB, 16 KiB
-#        and 64 KiB values (about RXE_BENCH_MB MB of values each, default 20);
+#        and 64 KiB values (about RXE_BENCH_MB MB of values each, default 60);
 # then prints the ratios: replication throughput / ib_write_bw (64 KiB), per value size, and
 # the closed-loop replicate-to-ack p50 / ib_write_lat typical (1 KiB) and / 2 x typical
 # (ib_write_lat's typical is half a round trip; replicate-to-ack is a whole one plus apply).
@@ -22,7 +22,7 @@ bench="$build/benchmarks/rxe/rdmarepl-bench-verbs"
 [[ -x "$bench" ]] || { echo "build $bench first"; exit 1; }
 driver="$build/benchmarks/rdmarepl-bench"
 [[ -x "$driver" ]] || { echo "build $driver first"; exit 1; }
-mb="${RXE_BENCH_MB:-20}"
+mb="${RXE_BENCH_MB:-60}"
 lat_records="${RXE_BENCH_LAT_RECORDS:-5000}"
 guest="$build/rxe-bench-guest.sh"
 cat >"$guest" <<GUEST
