@@ -21,6 +21,7 @@
 #include "rdmarepl/features.h"
 #include "rdmarepl/rdmarepl.h"
 #include "rdmarepl/replication/imm.h"
+#include "rdmarepl/replication/transport_select.h"
 #include "rdmarepl/wal/checkpoint.h"
 #include "rdmarepl/wal/layout.h"
 #include "test_store.h"
@@ -674,6 +675,10 @@ TEST_CASE("checkpoint shipping over the TCP transport", "[durability][concurrenc
 // Hidden: needs an RDMA device; run inside the Soft-RoCE VM by the rxe test
 // rxe_checkpoint_shipping_verbs (tests/rxe/CMakeLists.txt).
 TEST_CASE("checkpoint shipping over the verbs transport", "[durability][.verbs]") {
+  if (auto t = replication::select_transport(TransportKind::verbs); !t.ok()) {
+    WARN("skipped: " << t.error().message());
+    return;
+  }
   ship_scenario(TransportKind::verbs, 0);
 }
 
