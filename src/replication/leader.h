@@ -86,6 +86,7 @@ class Leader final : public CoreBase {
     uint32_t ship_reply = 0;
     // Control thread only.
     uint64_t next_attempt_ns = 0;
+    uint64_t backoff_ns = 0;  // wait after the last failed attempt; 0 after a success
     std::string last_error;
   };
 

@@ -2,6 +2,8 @@
 // shard, validating the follower's handshake, and choosing where catch-up resumes.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "leader.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
@@ -22,10 +24,15 @@ void Leader::control_loop() noexcept {
 
 bool Leader::try_connect(Shard& s, Link& l) noexcept {
   const auto& peer = options_.peers[l.follower];
-  l.next_attempt_ns =
-      mono_ns() + static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                            options_.reconnect_interval)
-                                            .count());
+  // Exponential backoff: the first retry after reconnect_interval, then doubling up to
+  // reconnect_max_interval; reset when a connection comes up.
+  const auto ns = [](std::chrono::milliseconds d) {
+    return static_cast<uint64_t>(d.count()) * 1'000'000;
+  };
+  const uint64_t first = ns(options_.reconnect_interval);
+  const uint64_t cap = std::max(ns(options_.reconnect_max_interval), first);
+  l.backoff_ns = l.backoff_ns == 0 ? first : std::min(cap, l.backoff_ns * 2);
+  l.next_attempt_ns = mono_ns() + l.backoff_ns;
   transport::ConnectionOptions co;
   co.node_id = options_.node_id;
   co.pre_shared_key = options_.pre_shared_key;
@@ -51,8 +58,9 @@ bool Leader::try_connect(Shard& s, Link& l) noexcept {
   };
   auto conn = transport_->connect(peer, co);
   if (!conn.ok()) {
-    report(fmt::format("cannot connect ({}); retrying every {} ms", conn.error().message(),
-                       options_.reconnect_interval.count()));
+    report(fmt::format("cannot connect ({}); retrying in {} ms (backing off to every {} ms)",
+                       conn.error().message(), l.backoff_ns / 1'000'000,
+                       options_.reconnect_max_interval.count()));
     return false;
   }
   const auto& info = (*conn)->peer();
@@ -91,6 +99,7 @@ bool Leader::try_connect(Shard& s, Link& l) noexcept {
     return false;
   }
   l.last_error.clear();
+  l.backoff_ns = 0;
   log::info("rdmarepl leader: connected to follower {} shard {} over {}", peer.to_string(), s.index,
             transport_->name());
   return true;

@@ -106,6 +106,11 @@ Status validate(const ChannelOptions& o) {
   if (o.queue_depth < 4 || o.queue_depth > 4096)
     return bad(fmt::format("ChannelOptions::queue_depth = {} is out of range; use 4..4096",
                            o.queue_depth));
+  if (o.reconnect_interval.count() < 0 || o.reconnect_max_interval < o.reconnect_interval)
+    return bad(
+        fmt::format("ChannelOptions::reconnect_max_interval = {} ms must be at least "
+                    "reconnect_interval = {} ms (and neither negative)",
+                    o.reconnect_max_interval.count(), o.reconnect_interval.count()));
   if (o.max_pending_callbacks > (size_t{1} << 24))
     return bad(
         fmt::format("ChannelOptions::max_pending_callbacks = {} is out of range; use "

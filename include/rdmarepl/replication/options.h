@@ -135,7 +135,13 @@ struct ChannelOptions {
   std::chrono::microseconds poll_interval{50};
 
   std::chrono::milliseconds connect_timeout{2000};
+  // Leader: after a failed connection attempt (or a dropped connection that cannot be
+  // re-established at once) the next attempt comes reconnect_interval later; each further
+  // consecutive failure doubles the wait, up to reconnect_max_interval, at which a follower
+  // that stays away is then retried (and its failures logged at most that often). A
+  // connection that comes up starts the sequence again.
   std::chrono::milliseconds reconnect_interval{100};
+  std::chrono::milliseconds reconnect_max_interval{2000};
 
   // Durability (docs/replication.md, "Durability"). Empty `wal_dir`: no write-ahead log,
   // the channel keeps everything in memory. Otherwise every batch is appended to the log in

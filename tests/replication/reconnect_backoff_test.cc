@@ -1,0 +1,141 @@
+// The leader's reconnect backoff: consecutive failures double the wait up to
+// reconnect_max_interval, a connection that comes up starts again from reconnect_interval,
+// and a bad setting is refused with a message naming both options.
+#include <catch2/catch.hpp>
+
+#include <mutex>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "loopback_transport.h"
+#include "rdmarepl/core/clock.h"
+#include "rdmarepl/core/log.h"
+#include "rdmarepl/rdmarepl.h"
+#include "test_store.h"
+
+using namespace rdmarepl;
+using namespace std::chrono_literals;
+using test::LoopbackFabric;
+using test::LoopbackTransport;
+using test::MapStore;
+
+namespace {
+
+using Channel = ReplicationChannel<MapStore>;
+
+// The wait of every "retrying in N ms" line the leader logs, in order.
+class RetryLog {
+ public:
+  RetryLog() {
+    log::set_sink([this](log::Level, std::string_view m) {
+      static const std::regex re("cannot connect .*retrying in ([0-9]+) ms");
+      std::cmatch match;
+      if (!std::regex_search(m.data(), m.data() + m.size(), match, re)) return;
+      std::lock_guard lock(mu_);
+      waits_.push_back(std::stoi(match[1].str()));
+    });
+  }
+  ~RetryLog() { log::set_sink(nullptr); }
+  RetryLog(const RetryLog&) = delete;
+  RetryLog& operator=(const RetryLog&) = delete;
+  [[nodiscard]] std::vector<int> waits() const {
+    std::lock_guard lock(mu_);
+    return waits_;
+  }
+  void clear() {
+    std::lock_guard lock(mu_);
+    waits_.clear();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<int> waits_;
+};
+
+ChannelOptions options() {
+  ChannelOptions o;
+  o.shards = 1;
+  o.ring_bytes = 256 * 1024;
+  o.batch_bytes = 16 * 1024;
+  o.queue_depth = 16;
+  o.polling = PollingMode::sleep;
+  o.poll_interval = 50us;
+  o.reconnect_interval = 10ms;
+  o.reconnect_max_interval = 80ms;
+  return o;
+}
+
+std::unique_ptr<Channel> open(const ChannelOptions& o, MapStore& store,
+                              const std::shared_ptr<LoopbackFabric>& fabric) {
+  auto ch = Channel::create(o, store, std::make_unique<LoopbackTransport>(fabric));
+  INFO((ch.ok() ? std::string() : ch.error().message()));
+  REQUIRE(ch.ok());
+  return std::move(ch).value();
+}
+
+template <typename Pred>
+bool eventually(Pred pred, Duration limit = 10s) {
+  const Deadline d = Deadline::after(limit);
+  while (!pred()) {
+    if (d.expired()) return false;
+    std::this_thread::sleep_for(2ms);
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("reconnect attempts back off exponentially to the cap and restart after a success",
+          "[replication][concurrency]") {
+  RetryLog retries;
+  auto fabric = std::make_shared<LoopbackFabric>();
+  auto o = options();
+  o.role = Role::leader;
+  o.peers = {{"loopback", 30900}};  // nobody listens there yet
+  MapStore leader_store;
+  auto leader = open(o, leader_store, fabric);
+
+  // Each consecutive failure doubles the wait; at the cap the message repeats and is not
+  // logged again.
+  const std::vector<int> ramp = {10, 20, 40, 80};
+  REQUIRE(eventually([&] { return retries.waits().size() >= ramp.size(); }));
+  std::this_thread::sleep_for(300ms);  // several attempts at the cap
+  CHECK(retries.waits() == ramp);
+
+  // A follower appears: the leader connects within one capped wait and replicates.
+  auto fo = options();
+  fo.role = Role::follower;
+  fo.listen = {"loopback", 30900};
+  MapStore follower_store;
+  auto follower = open(fo, follower_store, fabric);
+  REQUIRE(leader->replicate("k", "v").ok());
+  REQUIRE(eventually([&] {
+    std::lock_guard lock(follower_store.mu);
+    return follower_store.data.size() == 1;
+  }));
+
+  // It goes away: the failures start again from reconnect_interval.
+  retries.clear();
+  follower.reset();
+  REQUIRE(eventually([&] { return retries.waits().size() >= 2; }));
+  const auto again = retries.waits();
+  CHECK(again[0] == 10);
+  CHECK(again[1] == 20);
+}
+
+TEST_CASE("a reconnect cap below the first interval is refused with what to change",
+          "[replication]") {
+  auto fabric = std::make_shared<LoopbackFabric>();
+  auto o = options();
+  o.role = Role::leader;
+  o.peers = {{"loopback", 30901}};
+  o.reconnect_interval = 500ms;
+  o.reconnect_max_interval = 100ms;
+  MapStore store;
+  auto ch = Channel::create(o, store, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE_FALSE(ch.ok());
+  CHECK_THAT(ch.error().message(), Catch::Contains("reconnect_max_interval = 100 ms") &&
+                                       Catch::Contains("reconnect_interval = 500 ms"));
+}
