@@ -1,6 +1,7 @@
 #!/bin/bash
 # Link-down fault with replication running: replicated_kv (leader + 2 followers over verbs on
-# rxe0) writes its workload; at 20% of it veth0 (rxe0's netdev) goes down for two seconds.
+# rxe0) writes its workload; at 20% of it veth0 (rxe0's netdev) goes down until a connection
+# has dropped (2 to 30 s).
 # The QPs error out (the port error also arrives as IBV_EVENT_PORT_ERR), the leader's
 # connections report a peer failure, it reconnects with backoff once the link is back and
 # resends from what each follower acknowledged. Passes when the failure was seen, the run
@@ -8,7 +9,7 @@
 #   replication-linkdown.sh REPLICATED_KV [RECORDS]
 set -uo pipefail
 kv="$1"
-records="${2:-20k}"
+records="${2:-60k}"
 # Line-buffered: the progress lines must reach kv.log as they are printed.
 stdbuf -oL "$kv" --transport verbs --records "$records" --no-kill --timeout 240 >kv.log 2>&1 &
 pid=$!
@@ -19,10 +20,31 @@ for _ in $(seq 1 600); do
 done
 grep -q '(20%)' kv.log || { cat kv.log; echo "linkdown: the run never reached 20%"; exit 1; }
 echo "linkdown: veth0 down at $(grep -c . kv.log) log lines"
+port_state() { cat /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null; }
+# Waits up to 20 s for rxe0's port to reach state $1 (e.g. DOWN, ACTIVE).
+wait_port() {
+  for _ in $(seq 1 200); do
+    [[ "$(port_state)" == *"$1"* ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}
 ip link set veth0 down
+wait_port DOWN || echo "linkdown: rxe0's port did not go down within 20 s (state: $(port_state))"
+echo "linkdown: rxe0 port $(port_state)"
+# rxe delivers same-device traffic without the netdev, so the stream can go on while the port
+# is down; what fails the connections is the port error, whose async event has been seen to
+# arrive seconds late under emulation. Keep the link down until a connection has dropped (at
+# least 2 s, at most 30 s), so the fault always lands while the link is down.
 sleep 2
+for _ in $(seq 1 280); do
+  grep -q 'connection dropped' kv.log && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.1
+done
 ip link set veth0 up
-echo "linkdown: veth0 up"
+wait_port ACTIVE || echo "linkdown: rxe0's port did not become active within 20 s (state: $(port_state))"
+echo "linkdown: veth0 up, rxe0 port $(port_state)"
 wait "$pid"
 rc=$?
 cat kv.log
