@@ -5,18 +5,16 @@
 // a real DAX file system in a VM, without the override (TMPDIR points there).
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "rdmarepl/features.h"
 #include "rdmarepl/wal/log.h"
 #include "rdmarepl/wal/writer.h"
 
-#include "wal/wal_test_util.h"
+#include "wal/wal_fixtures.h"
 
 using namespace rdmarepl;
 using namespace rdmarepl::wal;
@@ -42,15 +40,6 @@ std::unique_ptr<Writer> make_writer(const TempDir& dir, WriterOptions o, uint64_
   return std::move(*w);
 }
 
-struct FakeStore final : RecoveryHandler {
-  std::vector<OwnedFrame> frames;
-  Status restore(CheckpointReader&) override { return ok_status(); }
-  Status replay(const Frame& f) override {
-    frames.push_back(own(f));
-    return ok_status();
-  }
-};
-
 LogOptions log_opts(Backend backend, CollectingReporter* rep, uint64_t segment_size,
                     Durability d = Durability::none) {
   LogOptions o;
@@ -60,12 +49,6 @@ LogOptions log_opts(Backend backend, CollectingReporter* rep, uint64_t segment_s
   o.repair = d != Durability::batch;
   o.reporter = rep;
   return o;
-}
-
-std::unique_ptr<Log> open_log(const TempDir& dir, FakeStore& store, LogOptions o) {
-  auto log = Log::open(dir.path(), o, store);
-  if (!log) FAIL(log.error().to_string());
-  return std::move(*log);
 }
 
 // Batches of varying sizes (some empty-valued, some large) with seqs first..last.
@@ -312,41 +295,13 @@ TEST_CASE("pmem: concurrent appenders under group commit are durable on return",
   constexpr int kPerThread = 100;
   auto w = make_writer(
       dir, {.segment_size = 16 << 10, .durability = Durability::batch, .backend = Backend::pmem});
-  std::atomic<uint64_t> next_seq{1};
-  std::atomic<int> not_durable{0};
-  std::atomic<int> failures{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < kPerThread; ++i) {
-        const uint64_t seq = next_seq.fetch_add(1);
-        auto b = make_batch(seq, 1, 64 + seq % 300);
-        auto lsn = w->append(b.bytes(), seq, seq, 1);
-        if (!lsn.ok()) {
-          failures.fetch_add(1);
-          continue;
-        }
-        if (w->durable_lsn() < *lsn) not_durable.fetch_add(1);
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  CHECK(failures.load() == 0);
-  CHECK(not_durable.load() == 0);
+  auto value_size = [](uint64_t seq) -> size_t { return 64 + seq % 300; };
+  append_concurrently(*w, kThreads, kPerThread, value_size);
   CHECK(w->stats().appends == kThreads * kPerThread);
   CHECK(w->stats().rotations >= 3);
   REQUIRE(w->close().ok());
-  CollectingReporter rep;
-  auto frames = read_all(dir.path(), &rep);
-  CHECK(rep.damages.empty());
-  REQUIRE(frames.size() == kThreads * kPerThread);
-  std::vector<bool> seen(kThreads * kPerThread + 1, false);
-  for (const auto& f : frames) {
-    REQUIRE(f.first_seq >= 1);
-    REQUIRE(f.first_seq <= kThreads * kPerThread);
-    CHECK_FALSE(seen[f.first_seq]);
-    seen[f.first_seq] = true;
-    auto b = make_batch(f.first_seq, 1, 64 + f.first_seq % 300);
+  for (const auto& f : read_each_seq_once(dir.path(), kThreads * kPerThread)) {
+    auto b = make_batch(f.first_seq, 1, value_size(f.first_seq));
     CHECK(f.payload == std::vector<uint8_t>(b.bytes().begin(), b.bytes().end()));
   }
 }
