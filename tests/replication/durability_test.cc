@@ -25,6 +25,7 @@
 #include "rdmarepl/wal/checkpoint.h"
 #include "rdmarepl/wal/layout.h"
 #include "test_store.h"
+#include "wal/wal_test_util.h"
 
 using namespace rdmarepl;
 using namespace std::chrono_literals;
@@ -36,24 +37,8 @@ namespace {
 
 using Channel = ReplicationChannel<MapStore>;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "rdmarepl-dur-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+// The WAL tests' temporary directory (mkdtemp; removed with its contents).
+using wal::test::TempDir;
 
 ChannelOptions base_options() {
   ChannelOptions o = test::loopback_options();
