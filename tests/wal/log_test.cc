@@ -121,8 +121,7 @@ TEST_CASE("log: a torn tail is cut off and the log continues after it", "[wal][l
     append_seqs(*log, 1, 10);
     // Simulate a crash mid-write: copy the files while the log is open, then tear the
     // last frame of the copy.
-    for (const auto& e : std::filesystem::directory_iterator(dir.path()))
-      std::filesystem::copy_file(e.path(), image.file(e.path().filename().string()));
+    copy_files(dir, image);
   }
   const uint64_t seg = 1;
   auto frames = read_all(image.path(), nullptr);

@@ -34,12 +34,6 @@ bool pmem_usable() {
   return true;
 }
 
-std::unique_ptr<Writer> make_writer(const TempDir& dir, WriterOptions o, uint64_t segment = 1) {
-  auto w = Writer::create(dir.path(), segment, 1, o);
-  if (!w) FAIL(w.error().to_string());
-  return std::move(*w);
-}
-
 LogOptions log_opts(Backend backend, CollectingReporter* rep, uint64_t segment_size,
                     Durability d = Durability::none) {
   LogOptions o;
@@ -153,40 +147,7 @@ TEST_CASE("pmem: append, close and recover round trip", "[wal][pmem]") {
 TEST_CASE("pmem: durability policies keep their meaning", "[wal][pmem]") {
   if (!pmem_usable()) return;
   TempDir dir;
-  SECTION("none: durable only after wait_durable") {
-    auto w = make_writer(
-        dir,
-        {.segment_size = kSmallSegment, .durability = Durability::none, .backend = Backend::pmem});
-    auto a = w->append(bytes_of("a"), 1, 1, 1);
-    auto b = w->append(bytes_of("b"), 2, 2, 1);
-    REQUIRE(a.ok());
-    REQUIRE(b.ok());
-    CHECK(w->durable_lsn() == 0);
-    REQUIRE(w->wait_durable(*a).ok());
-    CHECK(w->durable_lsn() >= *b);
-    CHECK(w->stats().syncs == 1);
-  }
-  SECTION("batch: durable when append returns") {
-    auto w = make_writer(
-        dir,
-        {.segment_size = kSmallSegment, .durability = Durability::batch, .backend = Backend::pmem});
-    for (uint64_t s = 1; s <= 5; ++s) {
-      auto lsn = w->append(bytes_of("x"), s, s, 1);
-      REQUIRE(lsn.ok());
-      CHECK(w->durable_lsn() >= *lsn);
-    }
-    CHECK(w->stats().syncs == 5);
-  }
-  SECTION("interval: the flusher makes appends durable") {
-    auto w = make_writer(dir, {.segment_size = kSmallSegment,
-                               .durability = Durability::interval,
-                               .interval = std::chrono::milliseconds(1),
-                               .backend = Backend::pmem});
-    auto lsn = w->append(bytes_of("x"), 1, 1, 1);
-    REQUIRE(lsn.ok());
-    while (w->durable_lsn() < *lsn) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    CHECK(w->stats().syncs >= 1);
-  }
+  check_durability_policies(dir, {.segment_size = kSmallSegment, .backend = Backend::pmem});
 }
 
 TEST_CASE("pmem: segments rotate and seal like the file backend's", "[wal][pmem]") {
@@ -236,8 +197,7 @@ TEST_CASE("pmem: a torn tail is cut off and the log continues after it", "[wal][
     append_mixed(log->writer(), 1, 10);
     // A crash: the files as they are while the writer is open (the last segment mapped,
     // unsealed, preallocated), then the last frame torn.
-    for (const auto& e : std::filesystem::directory_iterator(dir.path()))
-      std::filesystem::copy_file(e.path(), image.file(e.path().filename().string()));
+    copy_files(dir, image);
   }
   auto frames = read_all(image.path(), nullptr);
   REQUIRE(frames.size() == 10);
