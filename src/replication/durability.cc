@@ -36,20 +36,6 @@ class CheckpointSink final : public SnapshotWriter {
   wal::CheckpointWriter& out_;
 };
 
-Status read_exact(wal::CheckpointReader& in, uint8_t* out, size_t n, const std::string& path) {
-  size_t got = 0;
-  while (got < n) {
-    auto r = in.read(std::span<uint8_t>(out + got, n - got));
-    if (!r) return std::move(r).error();
-    if (*r == 0)
-      return Error(Errc::corrupt, fmt::format("checkpoint {} is shorter than its channel header; "
-                                              "remove it (an older checkpoint or the log is used)",
-                                              path));
-    got += *r;
-  }
-  return ok_status();
-}
-
 // Applies checkpoints and logged batches to the store, tracking the seq of every shard.
 class Recovery final : public wal::RecoveryHandler {
  public:
@@ -129,14 +115,27 @@ wal::Durability writer_durability(Durability d) {
 
 }  // namespace
 
+Status read_exact(wal::CheckpointReader& in, std::span<uint8_t> out, std::string_view when_short) {
+  size_t got = 0;
+  while (got < out.size()) {
+    auto r = in.read(out.subspan(got));
+    if (!r) return std::move(r).error();
+    if (*r == 0)
+      return Error(Errc::corrupt, fmt::format("checkpoint {} {}", in.path(), when_short));
+    got += *r;
+  }
+  return ok_status();
+}
+
 Result<std::vector<uint64_t>> read_checkpoint_prefix(wal::CheckpointReader& ck, uint32_t shards) {
   std::vector<uint8_t> head(kChannelCheckpointFixed);
-  RDMAREPL_TRY(read_exact(ck, head.data(), head.size(), ck.path()));
+  constexpr std::string_view kShort =
+      "is shorter than its channel header; remove it (an older checkpoint or the log is used)";
+  RDMAREPL_TRY(read_exact(ck, head, kShort));
   const uint32_t have = load_be32(head.data() + 8);
   if (have == shards) {
     head.resize(kChannelCheckpointFixed + 8 * size_t{shards});
-    RDMAREPL_TRY(read_exact(ck, head.data() + kChannelCheckpointFixed,
-                            head.size() - kChannelCheckpointFixed, ck.path()));
+    RDMAREPL_TRY(read_exact(ck, std::span<uint8_t>(head).subspan(kChannelCheckpointFixed), kShort));
   }
   return parse_checkpoint_prefix(head, shards, "checkpoint " + ck.path());
 }

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -42,6 +43,9 @@ Result<std::vector<uint64_t>> parse_checkpoint_prefix(std::span<const uint8_t> p
                                                       uint32_t shards, const std::string& what);
 // The same, read from the start of a checkpoint file (the reader is left after the seqs).
 Result<std::vector<uint64_t>> read_checkpoint_prefix(wal::CheckpointReader& ck, uint32_t shards);
+// Reads exactly out.size() bytes of the checkpoint's payload into `out`. When the payload
+// ends first: Errc::corrupt, "checkpoint <path> <when_short>".
+Status read_exact(wal::CheckpointReader& in, std::span<uint8_t> out, std::string_view when_short);
 
 // Feeds bytes held in memory to Store::restore.
 class SpanSnapshotReader final : public SnapshotReader {

@@ -180,6 +180,10 @@ class Leader final : public CoreBase {
   // The catch-up thread: streams logged batches to links with wal_catchup set.
   void catchup_loop() noexcept;
   bool catchup_link(Shard& s, Link& l) noexcept;
+  // True once the catch-up pass that serves connection `generation` of `l` must end: the
+  // link went down, left catch-up, or reconnected (the next pass starts over). Called with
+  // Shard::mu held.
+  static bool catchup_over(const Link& l, uint64_t generation) noexcept;
   // Ships the newest checkpoint to a follower that needs shard `s` after `acked`, which the
   // log no longer holds. Ok once the follower installed it (its acked seq moved to the
   // checkpoint's); otherwise the reason, and the link is down or the pass is over.

@@ -141,6 +141,10 @@ void Leader::catchup_loop() noexcept {
   }
 }
 
+bool Leader::catchup_over(const Link& l, uint64_t generation) noexcept {
+  return !l.up.load(std::memory_order_relaxed) || !l.wal_catchup || l.generation != generation;
+}
+
 // Streams the logged batches a follower needs, oldest first, one in flight at a time (the
 // rate limit: live traffic to the other followers is not held up, and this link's share is
 // one batch per round trip), until the retained window holds its next seq; then the link
@@ -153,10 +157,6 @@ bool Leader::catchup_link(Shard& s, Link& l) noexcept {
     std::lock_guard lock(s.mu);
     generation = l.generation;
   }
-  // This pass serves one connection; after a reconnect the next pass starts over.
-  auto gone = [&] {
-    return !l.up.load(std::memory_order_relaxed) || !l.wal_catchup || l.generation != generation;
-  };
   uint64_t from_acked = 0;
   {
     std::lock_guard lock(s.mu);
@@ -182,7 +182,7 @@ bool Leader::catchup_link(Shard& s, Link& l) noexcept {
     uint64_t limit = 0;  // first seq the window holds
     {
       std::lock_guard lock(s.mu);
-      if (gone()) return false;
+      if (catchup_over(l, generation)) return false;
       acked = l.acked_seq.load(std::memory_order_relaxed);
       if (l.inflight_count == 0) {
         if (auto bn = window_resume(s, acked)) {
@@ -218,7 +218,7 @@ bool Leader::catchup_link(Shard& s, Link& l) noexcept {
         auto st = ship_checkpoint(s, l, generation, acked);
         if (st) return false;  // the next pass streams the log after the checkpoint
         std::lock_guard lock(s.mu);
-        if (!gone())
+        if (!catchup_over(l, generation))
           link_down(s, l,
                     fmt::format("it needs shard {} from seq {}, which neither the retained "
                                 "window nor the write-ahead log {} holds any more, and shipping "
@@ -255,7 +255,7 @@ bool Leader::catchup_link(Shard& s, Link& l) noexcept {
       if (stopping()) return false;
       {
         std::lock_guard lock(s.mu);
-        if (gone()) return false;
+        if (catchup_over(l, generation)) return false;
         std::optional<uint64_t> at;
         bool room = l.inflight_count + 2 < l.inflight.size();
         if (room && large) room = !l.large_busy;
@@ -343,15 +343,12 @@ Status Leader::ship_checkpoint(Shard& s, Link& l, uint64_t generation, uint64_t 
                              in.path(), s.index, covers));
   RDMAREPL_TRY(in.rewind());
 
-  auto gone = [&] {
-    return !l.up.load(std::memory_order_relaxed) || !l.wal_catchup || l.generation != generation;
-  };
   auto closed = [] { return Error(Errc::closed, "the connection went down while shipping"); };
   // Nothing else is in flight on a catching-up link once its last batch was acknowledged.
   for (;;) {
     {
       std::lock_guard lock(s.mu);
-      if (gone()) return closed();
+      if (catchup_over(l, generation)) return closed();
       if (l.inflight_count == 0 && !l.large_busy) {
         l.shipping = true;
         l.ship_replies = 0;
@@ -375,12 +372,7 @@ Status Leader::ship_checkpoint(Shard& s, Link& l, uint64_t generation, uint64_t 
   do {
     const auto len = static_cast<uint32_t>(std::min<uint64_t>(chunk, total - offset));
     auto* payload = reinterpret_cast<uint8_t*>(s.staging.data() + kChunkHeaderSize);
-    for (uint32_t got = 0; got < len;) {
-      auto r = in.read(std::span<uint8_t>(payload + got, len - got));
-      if (!r) return std::move(r).error();
-      if (*r == 0) return Error(Errc::corrupt, fmt::format("checkpoint {} ended early", in.path()));
-      got += static_cast<uint32_t>(*r);
-    }
+    RDMAREPL_TRY(read_exact(in, std::span<uint8_t>(payload, len), "ended early"));
     ChunkHeader h;
     h.id = in.seq();
     h.total = total;
@@ -394,7 +386,7 @@ Status Leader::ship_checkpoint(Shard& s, Link& l, uint64_t generation, uint64_t 
     if (!pace_catchup(kChunkHeaderSize + len)) return closed();
     {
       std::lock_guard lock(s.mu);
-      if (gone()) return closed();
+      if (catchup_over(l, generation)) return closed();
       transport::WriteRequest wr;
       wr.wr_id = UINT64_MAX;
       wr.local_addr = s.staging.data();
@@ -415,7 +407,7 @@ Status Leader::ship_checkpoint(Shard& s, Link& l, uint64_t generation, uint64_t 
     for (;;) {
       {
         std::lock_guard lock(s.mu);
-        if (gone()) return closed();
+        if (catchup_over(l, generation)) return closed();
         if (l.ship_replies >= replies) {
           const auto reply = static_cast<ShipReply>(l.ship_reply);
           if (reply == ShipReply::no_restore)

@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "loopback_options.h"
 #include "loopback_transport.h"
 #include "rdmarepl/rdmarepl.h"
 #include "rdmarepl/replication/batch_format.h"
@@ -24,17 +25,10 @@ namespace {
 using Channel = ReplicationChannel<MapStore>;
 
 ChannelOptions base_options() {
-  ChannelOptions o;
+  ChannelOptions o = test::loopback_options();
   o.shards = 3;
-  o.ring_bytes = 256 * 1024;
-  o.batch_bytes = 16 * 1024;
   o.max_value_bytes = 1 << 20;
   o.retain_bytes = 8 << 20;
-  o.queue_depth = 32;
-  o.polling = PollingMode::sleep;
-  o.poll_interval = 50us;
-  o.reconnect_interval = 20ms;
-  o.flush_delay = 100us;
   return o;
 }
 
@@ -46,10 +40,8 @@ struct Follower {
 std::unique_ptr<Follower> start_follower(const std::shared_ptr<LoopbackFabric>& fabric,
                                          ChannelOptions o, uint16_t port) {
   auto f = std::make_unique<Follower>();
-  o.role = Role::follower;
-  o.listen = {"loopback", port};
-  o.node_id = "follower";
-  auto ch = Channel::create(o, f->store, std::make_unique<LoopbackTransport>(fabric));
+  auto ch = Channel::create(test::loopback_follower(o, port), f->store,
+                            std::make_unique<LoopbackTransport>(fabric));
   REQUIRE(ch.ok());
   f->channel = std::move(ch).value();
   return f;

@@ -1,11 +1,16 @@
 // Checkpoint shipping formats and the catch-up rate limit: the chunk header round trip and
-// its checks, and the token bucket's arithmetic (fed explicit clock values; no timing).
+// its checks, the token bucket's arithmetic (fed explicit clock values; no timing), and the
+// exact reads of checkpoint payload that fill each chunk.
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <cstdint>
 #include <string>
 
 #include "checkpoint_ship.h"
+#include "durability.h"
+#include "rdmarepl/wal/checkpoint.h"
+#include "wal/wal_test_util.h"
 
 using namespace rdmarepl::replication::detail;
 
@@ -117,4 +122,35 @@ TEST_CASE("the catch-up token bucket charges bytes and says how long to wait", "
     CHECK(b.take(0, uint64_t{1} << 62) == 0);
     CHECK(b.balance() == int64_t{1} << 37);
   }
+}
+
+TEST_CASE("read_exact fills its span from a checkpoint's payload and names one that is short",
+          "[unit]") {
+  rdmarepl::wal::test::TempDir dir;
+  const std::string payload = "0123456789abcdef";
+  std::string path;
+  {
+    auto w = rdmarepl::wal::CheckpointWriter::create(dir.path(), 7);
+    REQUIRE(w.ok());
+    REQUIRE(w->append({reinterpret_cast<const uint8_t*>(payload.data()), payload.size()}).ok());
+    REQUIRE(w->commit().ok());
+    path = w->path();
+  }
+  auto in = rdmarepl::wal::CheckpointReader::open(path);
+  REQUIRE(in.ok());
+  std::array<uint8_t, 10> head{};
+  REQUIRE(read_exact(*in, head, "ended early").ok());
+  CHECK(std::string(head.begin(), head.end()) == payload.substr(0, 10));
+  // Six bytes are left: asking for ten is an error that names the file.
+  std::array<uint8_t, 10> rest{};
+  auto st = read_exact(*in, rest, "ended early");
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().is(rdmarepl::Errc::corrupt));
+  CHECK(st.error().message() == "checkpoint " + path + " ended early");
+
+  REQUIRE(in->rewind().ok());
+  std::array<uint8_t, 16> all{};
+  REQUIRE(read_exact(*in, all, "ended early").ok());
+  CHECK(std::string(all.begin(), all.end()) == payload);
+  REQUIRE(read_exact(*in, std::span<uint8_t>(), "ended early").ok());  // nothing to read
 }

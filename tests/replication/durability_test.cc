@@ -14,6 +14,7 @@
 #include "durability.h"
 #include "follower.h"
 #include "leader.h"
+#include "loopback_options.h"
 #include "loopback_transport.h"
 #include "rdmarepl/core/byte_order.h"
 #include "rdmarepl/core/clock.h"
@@ -25,6 +26,7 @@
 #include "rdmarepl/wal/checkpoint.h"
 #include "rdmarepl/wal/layout.h"
 #include "test_store.h"
+#include "wal/wal_test_util.h"
 
 using namespace rdmarepl;
 using namespace std::chrono_literals;
@@ -36,46 +38,21 @@ namespace {
 
 using Channel = ReplicationChannel<MapStore>;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "rdmarepl-dur-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+// The WAL tests' temporary directory (mkdtemp; removed with its contents).
+using wal::test::TempDir;
 
 ChannelOptions base_options() {
-  ChannelOptions o;
+  ChannelOptions o = test::loopback_options();
   o.shards = 3;
-  o.ring_bytes = 256 * 1024;
-  o.batch_bytes = 16 * 1024;
   o.max_value_bytes = 64 * 1024;
   o.retain_bytes = 8 << 20;
-  o.queue_depth = 32;
-  o.polling = PollingMode::sleep;
-  o.poll_interval = 50us;
-  o.reconnect_interval = 20ms;
-  o.flush_delay = 100us;
   o.durability = replication::Durability::batch;
   o.wal_segment_bytes = 1 << 20;
   return o;
 }
 
 ChannelOptions follower_options(ChannelOptions o, uint16_t port, const std::string& wal) {
-  o.role = Role::follower;
-  o.listen = {"loopback", port};
-  o.node_id = "follower";
+  o = test::loopback_follower(o, port);
   o.wal_dir = wal;
   if (wal.empty()) o.checkpoint_every_bytes = 0;  // checkpoints live in the log
   return o;

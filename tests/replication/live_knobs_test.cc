@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "loopback_options.h"
 #include "loopback_transport.h"
 #include "rdmarepl/rdmarepl.h"
 #include "test_store.h"
@@ -52,17 +53,10 @@ template <class S>
 using Channel = ReplicationChannel<S>;
 
 ChannelOptions base_options() {
-  ChannelOptions o;
+  ChannelOptions o = test::loopback_options();
   o.shards = 4;
-  o.ring_bytes = 256 * 1024;
-  o.batch_bytes = 16 * 1024;
   o.max_value_bytes = 128 * 1024;
   o.retain_bytes = 4 << 20;
-  o.queue_depth = 32;
-  o.polling = PollingMode::sleep;
-  o.poll_interval = 50us;
-  o.reconnect_interval = 20ms;
-  o.flush_delay = 100us;
   o.ack_mode = AckMode::all;
   return o;
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "loopback_options.h"
 #include "loopback_transport.h"
 #include "rdmarepl/rdmarepl.h"
 #include "test_store.h"
@@ -123,12 +124,8 @@ void run(uint64_t large_every) {
   CheckingStore fstore;
   fstore.values.large_len = o.ring_bytes / 4 + 1000;
   fstore.values.large_every = large_every;
-  ChannelOptions fo = o;
-  fo.role = Role::follower;
-  fo.listen = {"loopback", 31000};
-  fo.node_id = "follower";
   auto follower = ReplicationChannel<CheckingStore>::create(
-      fo, fstore, std::make_unique<LoopbackTransport>(fabric));
+      test::loopback_follower(o, 31000), fstore, std::make_unique<LoopbackTransport>(fabric));
   REQUIRE(follower.ok());
 
   test::MapStore lstore;

@@ -53,8 +53,7 @@ void build(Pristine& p, std::mt19937_64& rng) {
     REQUIRE((*w)->append(payload, s, s, 1).ok());
     p.written.push_back({s, std::move(payload)});
   }
-  for (const auto& e : std::filesystem::directory_iterator(live.path()))
-    std::filesystem::copy_file(e.path(), p.dir.file(e.path().filename().string()));
+  copy_files(live, p.dir);
   CollectingReporter rep;
   p.frames = read_all(p.dir.path(), &rep);
   REQUIRE(rep.damages.empty());
@@ -79,11 +78,6 @@ void build(Pristine& p, std::mt19937_64& rng) {
     REQUIRE(c->commit().ok());
     p.checkpoints[seq] = std::move(data);
   }
-}
-
-void copy_dir(const TempDir& from, const TempDir& to) {
-  for (const auto& e : std::filesystem::directory_iterator(from.path()))
-    std::filesystem::copy_file(e.path(), to.file(e.path().filename().string()));
 }
 
 uint64_t frame_end(const OwnedFrame& f) {
@@ -152,7 +146,7 @@ void damage_checkpoint(const TempDir& dir, uint64_t seq, std::mt19937_64& rng) {
 void check_recovery(const Pristine& p, const TempDir& dir, const std::vector<OwnedFrame>& expect,
                     std::mt19937_64& rng) {
   // The checkpoints join the segments; half of the time the newest one is damaged too.
-  copy_dir(p.ckpt_dir, dir);
+  copy_files(p.ckpt_dir, dir);
   const bool newest_damaged = rng() % 2 == 0;
   uint64_t newest_size = 0;
   if (newest_damaged) {
@@ -213,7 +207,7 @@ void check_recovery(const Pristine& p, const TempDir& dir, const std::vector<Own
 
 void segment_trial(const Pristine& p, std::mt19937_64& rng, int trial, bool recovery) {
   TempDir dir;
-  copy_dir(p.dir, dir);
+  copy_files(p.dir, dir);
   // One segment, or (one trial in five) two: the lower one decides what survives.
   std::vector<uint64_t> victims{p.segments[rng() % p.segments.size()]};
   if (rng() % 5 == 0) {
@@ -302,7 +296,7 @@ void segment_trial(const Pristine& p, std::mt19937_64& rng, int trial, bool reco
 
 void checkpoint_trial(const Pristine& p, std::mt19937_64& rng, int trial) {
   TempDir dir;
-  copy_dir(p.ckpt_dir, dir);
+  copy_files(p.ckpt_dir, dir);
   // One checkpoint damaged, or (one trial in ten) both.
   const uint64_t pick = rng() % 10;
   std::set<uint64_t> victims;

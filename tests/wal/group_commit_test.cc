@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "rdmarepl/wal/writer.h"
-#include "wal/wal_test_util.h"
+#include "wal/wal_fixtures.h"
 
 using namespace rdmarepl;
 using namespace rdmarepl::wal;
@@ -21,27 +21,7 @@ TEST_CASE("group commit: concurrent appenders are durable on return", "[wal][con
       Writer::create(dir.path(), 1, 1, {.segment_size = 16 << 10, .durability = Durability::batch});
   REQUIRE(created.ok());
   auto& w = **created;
-  std::atomic<uint64_t> next_seq{1};
-  std::atomic<int> not_durable{0};
-  std::atomic<int> failures{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < kPerThread; ++i) {
-        const uint64_t seq = next_seq.fetch_add(1);
-        auto b = make_batch(seq, 1, 64);
-        auto lsn = w.append(b.bytes(), seq, seq, 1);
-        if (!lsn.ok()) {
-          failures.fetch_add(1);
-          continue;
-        }
-        if (w.durable_lsn() < *lsn) not_durable.fetch_add(1);
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  CHECK(failures.load() == 0);
-  CHECK(not_durable.load() == 0);
+  append_concurrently(w, kThreads, kPerThread, [](uint64_t) -> size_t { return 64; });
   const auto stats = w.stats();
   CHECK(stats.appends == kThreads * kPerThread);
   // Every append is covered by a group-commit sync or a rotation; never more syncs than
@@ -49,16 +29,7 @@ TEST_CASE("group commit: concurrent appenders are durable on return", "[wal][con
   CHECK(stats.syncs <= stats.appends);
   REQUIRE(w.close().ok());
 
-  CollectingReporter rep;
-  auto frames = read_all(dir.path(), &rep);
-  CHECK(rep.damages.empty());
-  REQUIRE(frames.size() == kThreads * kPerThread);
-  std::vector<bool> seen(kThreads * kPerThread + 1, false);
-  for (const auto& f : frames) {
-    REQUIRE(f.first_seq >= 1);
-    REQUIRE(f.first_seq <= kThreads * kPerThread);
-    CHECK_FALSE(seen[f.first_seq]);
-    seen[f.first_seq] = true;
+  for (const auto& f : read_each_seq_once(dir.path(), kThreads * kPerThread)) {
     RecordReader rr(f.payload);
     RecordView r;
     REQUIRE(rr.next(&r));

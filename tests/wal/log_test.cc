@@ -4,43 +4,19 @@
 
 #include <filesystem>
 
-#include "wal/wal_test_util.h"
+#include "wal/wal_fixtures.h"
 
 using namespace rdmarepl;
 using namespace rdmarepl::wal;
 using namespace rdmarepl::wal::test;
 
 namespace {
-// A store that records what recovery hands it.
-struct FakeStore final : RecoveryHandler {
-  std::string restored;
-  uint64_t restored_seq = 0;
-  std::vector<OwnedFrame> frames;
-  Status restore(CheckpointReader& c) override {
-    restored_seq = c.seq();
-    restored.resize(c.size());
-    auto n = c.read({reinterpret_cast<uint8_t*>(restored.data()), restored.size()});
-    if (!n) return std::move(n).error();
-    return ok_status();
-  }
-  Status replay(const Frame& f) override {
-    frames.push_back(own(f));
-    return ok_status();
-  }
-};
-
 LogOptions opts(CollectingReporter* rep, uint64_t segment_size = 4096) {
   LogOptions o;
   o.writer.segment_size = segment_size;
   o.writer.durability = Durability::none;
   o.reporter = rep;
   return o;
-}
-
-std::unique_ptr<Log> open_log(const TempDir& dir, FakeStore& store, LogOptions o) {
-  auto log = Log::open(dir.path(), o, store);
-  if (!log) FAIL(log.error().to_string());
-  return std::move(*log);
 }
 
 void append_seqs(Log& log, uint64_t from, uint64_t to, size_t value_size = 50) {
@@ -145,8 +121,7 @@ TEST_CASE("log: a torn tail is cut off and the log continues after it", "[wal][l
     append_seqs(*log, 1, 10);
     // Simulate a crash mid-write: copy the files while the log is open, then tear the
     // last frame of the copy.
-    for (const auto& e : std::filesystem::directory_iterator(dir.path()))
-      std::filesystem::copy_file(e.path(), image.file(e.path().filename().string()));
+    copy_files(dir, image);
   }
   const uint64_t seg = 1;
   auto frames = read_all(image.path(), nullptr);

@@ -5,18 +5,16 @@
 // a real DAX file system in a VM, without the override (TMPDIR points there).
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "rdmarepl/features.h"
 #include "rdmarepl/wal/log.h"
 #include "rdmarepl/wal/writer.h"
 
-#include "wal/wal_test_util.h"
+#include "wal/wal_fixtures.h"
 
 using namespace rdmarepl;
 using namespace rdmarepl::wal;
@@ -36,21 +34,6 @@ bool pmem_usable() {
   return true;
 }
 
-std::unique_ptr<Writer> make_writer(const TempDir& dir, WriterOptions o, uint64_t segment = 1) {
-  auto w = Writer::create(dir.path(), segment, 1, o);
-  if (!w) FAIL(w.error().to_string());
-  return std::move(*w);
-}
-
-struct FakeStore final : RecoveryHandler {
-  std::vector<OwnedFrame> frames;
-  Status restore(CheckpointReader&) override { return ok_status(); }
-  Status replay(const Frame& f) override {
-    frames.push_back(own(f));
-    return ok_status();
-  }
-};
-
 LogOptions log_opts(Backend backend, CollectingReporter* rep, uint64_t segment_size,
                     Durability d = Durability::none) {
   LogOptions o;
@@ -60,12 +43,6 @@ LogOptions log_opts(Backend backend, CollectingReporter* rep, uint64_t segment_s
   o.repair = d != Durability::batch;
   o.reporter = rep;
   return o;
-}
-
-std::unique_ptr<Log> open_log(const TempDir& dir, FakeStore& store, LogOptions o) {
-  auto log = Log::open(dir.path(), o, store);
-  if (!log) FAIL(log.error().to_string());
-  return std::move(*log);
 }
 
 // Batches of varying sizes (some empty-valued, some large) with seqs first..last.
@@ -170,40 +147,7 @@ TEST_CASE("pmem: append, close and recover round trip", "[wal][pmem]") {
 TEST_CASE("pmem: durability policies keep their meaning", "[wal][pmem]") {
   if (!pmem_usable()) return;
   TempDir dir;
-  SECTION("none: durable only after wait_durable") {
-    auto w = make_writer(
-        dir,
-        {.segment_size = kSmallSegment, .durability = Durability::none, .backend = Backend::pmem});
-    auto a = w->append(bytes_of("a"), 1, 1, 1);
-    auto b = w->append(bytes_of("b"), 2, 2, 1);
-    REQUIRE(a.ok());
-    REQUIRE(b.ok());
-    CHECK(w->durable_lsn() == 0);
-    REQUIRE(w->wait_durable(*a).ok());
-    CHECK(w->durable_lsn() >= *b);
-    CHECK(w->stats().syncs == 1);
-  }
-  SECTION("batch: durable when append returns") {
-    auto w = make_writer(
-        dir,
-        {.segment_size = kSmallSegment, .durability = Durability::batch, .backend = Backend::pmem});
-    for (uint64_t s = 1; s <= 5; ++s) {
-      auto lsn = w->append(bytes_of("x"), s, s, 1);
-      REQUIRE(lsn.ok());
-      CHECK(w->durable_lsn() >= *lsn);
-    }
-    CHECK(w->stats().syncs == 5);
-  }
-  SECTION("interval: the flusher makes appends durable") {
-    auto w = make_writer(dir, {.segment_size = kSmallSegment,
-                               .durability = Durability::interval,
-                               .interval = std::chrono::milliseconds(1),
-                               .backend = Backend::pmem});
-    auto lsn = w->append(bytes_of("x"), 1, 1, 1);
-    REQUIRE(lsn.ok());
-    while (w->durable_lsn() < *lsn) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    CHECK(w->stats().syncs >= 1);
-  }
+  check_durability_policies(dir, {.segment_size = kSmallSegment, .backend = Backend::pmem});
 }
 
 TEST_CASE("pmem: segments rotate and seal like the file backend's", "[wal][pmem]") {
@@ -253,8 +197,7 @@ TEST_CASE("pmem: a torn tail is cut off and the log continues after it", "[wal][
     append_mixed(log->writer(), 1, 10);
     // A crash: the files as they are while the writer is open (the last segment mapped,
     // unsealed, preallocated), then the last frame torn.
-    for (const auto& e : std::filesystem::directory_iterator(dir.path()))
-      std::filesystem::copy_file(e.path(), image.file(e.path().filename().string()));
+    copy_files(dir, image);
   }
   auto frames = read_all(image.path(), nullptr);
   REQUIRE(frames.size() == 10);
@@ -312,41 +255,13 @@ TEST_CASE("pmem: concurrent appenders under group commit are durable on return",
   constexpr int kPerThread = 100;
   auto w = make_writer(
       dir, {.segment_size = 16 << 10, .durability = Durability::batch, .backend = Backend::pmem});
-  std::atomic<uint64_t> next_seq{1};
-  std::atomic<int> not_durable{0};
-  std::atomic<int> failures{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < kPerThread; ++i) {
-        const uint64_t seq = next_seq.fetch_add(1);
-        auto b = make_batch(seq, 1, 64 + seq % 300);
-        auto lsn = w->append(b.bytes(), seq, seq, 1);
-        if (!lsn.ok()) {
-          failures.fetch_add(1);
-          continue;
-        }
-        if (w->durable_lsn() < *lsn) not_durable.fetch_add(1);
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  CHECK(failures.load() == 0);
-  CHECK(not_durable.load() == 0);
+  auto value_size = [](uint64_t seq) -> size_t { return 64 + seq % 300; };
+  append_concurrently(*w, kThreads, kPerThread, value_size);
   CHECK(w->stats().appends == kThreads * kPerThread);
   CHECK(w->stats().rotations >= 3);
   REQUIRE(w->close().ok());
-  CollectingReporter rep;
-  auto frames = read_all(dir.path(), &rep);
-  CHECK(rep.damages.empty());
-  REQUIRE(frames.size() == kThreads * kPerThread);
-  std::vector<bool> seen(kThreads * kPerThread + 1, false);
-  for (const auto& f : frames) {
-    REQUIRE(f.first_seq >= 1);
-    REQUIRE(f.first_seq <= kThreads * kPerThread);
-    CHECK_FALSE(seen[f.first_seq]);
-    seen[f.first_seq] = true;
-    auto b = make_batch(f.first_seq, 1, 64 + f.first_seq % 300);
+  for (const auto& f : read_each_seq_once(dir.path(), kThreads * kPerThread)) {
+    auto b = make_batch(f.first_seq, 1, value_size(f.first_seq));
     CHECK(f.payload == std::vector<uint8_t>(b.bytes().begin(), b.bytes().end()));
   }
 }

@@ -57,6 +57,14 @@ inline uint64_t file_size(const std::string& path) {
   return std::filesystem::file_size(path);
 }
 
+// Copies every file of `from` into `to` (which holds none of those names yet). Copying a
+// log's directory while its writer is open gives the files as a crash of the process would
+// leave them once the page cache reached the disk.
+inline void copy_files(const TempDir& from, const TempDir& to) {
+  for (const auto& e : std::filesystem::directory_iterator(from.path()))
+    std::filesystem::copy_file(e.path(), to.file(e.path().filename().string()));
+}
+
 // XORs the byte at `offset` with `mask` (non-zero), in place. (Rewriting the file through
 // O_TRUNC would make ext4 flush it on close, which costs a disk write per call.)
 inline void flip_byte(const std::string& path, uint64_t offset, uint8_t mask = 0x01) {

@@ -17,26 +17,11 @@
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/features.h"
 
-#include "wal/wal_test_util.h"
+#include "wal/wal_fixtures.h"
 
 using namespace rdmarepl;
 using namespace rdmarepl::wal;
 using namespace rdmarepl::wal::test;
-
-namespace {
-std::unique_ptr<Writer> make_writer(const TempDir& dir, WriterOptions o, uint64_t segment = 1) {
-  auto w = Writer::create(dir.path(), segment, 1, o);
-  REQUIRE(w.ok());
-  return std::move(*w);
-}
-
-// Copies every segment of `from` into `to` while the writer is still open: the files as a
-// crash would leave them once the page cache reached the disk.
-void crash_image(const TempDir& from, const TempDir& to) {
-  for (const auto& e : std::filesystem::directory_iterator(from.path()))
-    std::filesystem::copy_file(e.path(), to.file(e.path().filename().string()));
-}
-}  // namespace
 
 TEST_CASE("writer: frames carry the batch bytes unchanged", "[wal][writer]") {
   TempDir dir;
@@ -75,37 +60,7 @@ TEST_CASE("writer: segments are preallocated and sealed on close", "[wal][writer
 
 TEST_CASE("writer: durability policies and tickets", "[wal][writer]") {
   TempDir dir;
-  SECTION("none: durable only after wait_durable") {
-    auto w = make_writer(dir, {.durability = Durability::none});
-    auto a = w->append(bytes_of("a"), 1, 1, 1);
-    auto b = w->append(bytes_of("b"), 2, 2, 1);
-    REQUIRE(a.ok());
-    REQUIRE(b.ok());
-    CHECK(*b > *a);
-    CHECK(w->durable_lsn() == 0);
-    REQUIRE(w->wait_durable(*a).ok());
-    // One sync covers everything written before it, so b is durable too.
-    CHECK(w->durable_lsn() >= *b);
-    CHECK(w->stats().syncs == 1);
-  }
-  SECTION("batch: durable when append returns") {
-    auto w = make_writer(dir, {.durability = Durability::batch});
-    for (uint64_t s = 1; s <= 5; ++s) {
-      auto lsn = w->append(bytes_of("x"), s, s, 1);
-      REQUIRE(lsn.ok());
-      CHECK(w->durable_lsn() >= *lsn);
-    }
-    CHECK(w->stats().syncs == 5);
-  }
-  SECTION("interval: the flusher makes appends durable") {
-    auto w = make_writer(
-        dir, {.durability = Durability::interval, .interval = std::chrono::milliseconds(1)});
-    auto lsn = w->append(bytes_of("x"), 1, 1, 1);
-    REQUIRE(lsn.ok());
-    // Waits for the flusher, not for a time: wait_durable would sync by itself, so poll.
-    while (w->durable_lsn() < *lsn) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    CHECK(w->stats().syncs >= 1);
-  }
+  check_durability_policies(dir, {});
   SECTION("a ticket never issued is an error") {
     auto w = make_writer(dir, {.durability = Durability::none});
     auto st = w->wait_durable(1);
@@ -193,7 +148,7 @@ TEST_CASE("writer: what is written survives a crash of the process", "[wal][writ
   TempDir dir, image;
   auto w = make_writer(dir, {.segment_size = 8192, .durability = Durability::none});
   for (uint64_t s = 1; s <= 50; ++s) REQUIRE(w->append(make_batch(s, 1).bytes(), s, s, 1).ok());
-  crash_image(dir, image);  // segments as they are, the last one unsealed and preallocated
+  copy_files(dir, image);  // segments as they are, the last one unsealed and preallocated
   CollectingReporter rep;
   ReadEnd end;
   auto frames = read_all(image.path(), &rep, &end);

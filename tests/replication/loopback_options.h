@@ -1,0 +1,37 @@
+// ChannelOptions for the tests that run the engine over the in-process loopback transport
+// (loopback_transport.h), shared so that they start from the same settings.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "rdmarepl/replication/options.h"
+
+namespace rdmarepl::test {
+
+// Small rings and batches (256 KiB, 16 KiB), 32-deep queues, pollers that sleep 50 us when
+// idle, reconnects every 20 ms and a 100 us flush delay: quick on a loaded machine and
+// under the sanitizers. The shard count, the value limit and the retained window are left
+// to each test.
+inline replication::ChannelOptions loopback_options() {
+  using namespace std::chrono_literals;
+  replication::ChannelOptions o;
+  o.ring_bytes = 256 * 1024;
+  o.batch_bytes = 16 * 1024;
+  o.queue_depth = 32;
+  o.polling = replication::PollingMode::sleep;
+  o.poll_interval = 50us;
+  o.reconnect_interval = 20ms;
+  o.flush_delay = 100us;
+  return o;
+}
+
+// `o` for a follower named "follower" that listens on loopback port `port`.
+inline replication::ChannelOptions loopback_follower(replication::ChannelOptions o, uint16_t port) {
+  o.role = replication::Role::follower;
+  o.listen = {"loopback", port};
+  o.node_id = "follower";
+  return o;
+}
+
+}  // namespace rdmarepl::test
