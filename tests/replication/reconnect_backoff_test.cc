@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "loopback_options.h"
 #include "loopback_transport.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
@@ -55,13 +56,8 @@ class RetryLog {
 };
 
 ChannelOptions options() {
-  ChannelOptions o;
+  auto o = test::loopback_options();
   o.shards = 1;
-  o.ring_bytes = 256 * 1024;
-  o.batch_bytes = 16 * 1024;
-  o.queue_depth = 16;
-  o.polling = PollingMode::sleep;
-  o.poll_interval = 50us;
   o.reconnect_interval = 10ms;
   o.reconnect_max_interval = 80ms;
   return o;
@@ -105,11 +101,8 @@ TEST_CASE("reconnect attempts back off exponentially to the cap and restart afte
   CHECK(retries.waits() == ramp);
 
   // A follower appears: the leader connects within one capped wait and replicates.
-  auto fo = options();
-  fo.role = Role::follower;
-  fo.listen = {"loopback", 30900};
   MapStore follower_store;
-  auto follower = open(fo, follower_store, fabric);
+  auto follower = open(test::loopback_follower(options(), 30900), follower_store, fabric);
   REQUIRE(leader->replicate("k", "v").ok());
   REQUIRE(eventually([&] {
     std::lock_guard lock(follower_store.mu);
