@@ -9,7 +9,10 @@
 #        batch at once, so flush_delay does not add to it), with the follower polling
 #        blocking (the bench default) and busy (as perftest does);
 #      - throughput: open loop (writes back to back) with 64 KiB batches, at 1 KiB, 16 KiB
-#        and 64 KiB values (about RXE_BENCH_MB MB of values each, default 60);
+#        and 64 KiB values (about RXE_BENCH_MB MB of values each, default 60), each run
+#        RXE_BENCH_REPEAT times (default 3), interleaved across transports and sizes: the
+#        median is printed with every run (single runs of one configuration differ by up to
+#        1.5x within one boot, see docs/benchmarks.md);
 # then prints the ratios: replication throughput / ib_write_bw (64 KiB), per value size, and
 # the closed-loop replicate-to-ack p50 / ib_write_lat typical (1 KiB) and / 2 x typical
 # (ib_write_lat's typical is half a round trip; replicate-to-ack is a whole one plus apply).
@@ -24,6 +27,7 @@ driver="$build/benchmarks/rdmarepl-bench"
 [[ -x "$driver" ]] || { echo "build $driver first"; exit 1; }
 mb="${RXE_BENCH_MB:-60}"
 lat_records="${RXE_BENCH_LAT_RECORDS:-5000}"
+repeat="${RXE_BENCH_REPEAT:-3}"
 guest="$build/rxe-bench-guest.sh"
 cat >"$guest" <<GUEST
 #!/bin/bash
@@ -33,15 +37,21 @@ for f in /sys/class/infiniband/rxe0/ports/1/gids/*; do
   grep -q '0000:0000:0000:0000:0000:ffff:' "\$f" && { gid=\$(basename "\$f"); break; }
 done
 bw_of() { awk '/^ *65536/ {print \$4}' "\$1"; }
-ib_write_bw -d rxe0 -x "\$gid" -s 65536 -n 2000 >bw-server.log 2>&1 &
-sleep 1
-ib_write_bw -d rxe0 -x "\$gid" -s 65536 -n 2000 127.0.0.1 >bw-client.log 2>&1
-wait
-for size in 64 1024; do
-  ib_write_lat -d rxe0 -x "\$gid" -s \$size -n 2000 >lat-server.log 2>&1 &
-  sleep 1
-  ib_write_lat -d rxe0 -x "\$gid" -s \$size -n 2000 127.0.0.1 >lat-client-\$size.log 2>&1
+# The server may take more than a second to listen on a busy host: the client retries, and
+# the server gives up after 120 s rather than hanging the run when no client ever connected.
+perftest() { # tool log args...
+  local tool=\$1 log=\$2
+  shift 2
+  timeout 120 \$tool "\$@" >\$tool-server.log 2>&1 &
+  for try in 1 2 3 4 5; do
+    sleep 1
+    timeout 120 \$tool "\$@" 127.0.0.1 >\$log 2>&1 && break
+  done
   wait
+}
+perftest ib_write_bw bw-client.log -d rxe0 -x "\$gid" -s 65536 -n 2000
+for size in 64 1024; do
+  perftest ib_write_lat lat-client-\$size.log -d rxe0 -x "\$gid" -s \$size -n 2000
 done
 $bench --benchmark_out=bench.json --benchmark_out_format=json
 for t in verbs tcp; do
@@ -50,19 +60,27 @@ for t in verbs tcp; do
             --outstanding 1 --polling \$p --quiet --json lat-\$t-\$p.json >lat-\$t-\$p.log 2>&1 ||
       { echo "rdmarepl-bench --outstanding 1 --polling \$p over \$t failed:"; cat lat-\$t-\$p.log; }
   done
-  for v in 1024 16384 65536; do
-    $driver --transport \$t --followers 1 --value-size \$v --records \$(( $mb * 1000000 / v )) \
-            --ack all --batch-bytes 65536 --quiet --json repl-\$t-\$v.json >repl-\$t-\$v.log 2>&1 ||
-      { echo "rdmarepl-bench --value-size \$v over \$t failed:"; cat repl-\$t-\$v.log; }
+done
+# Throughput repeats interleave the transports and value sizes, so that a slow stretch of the
+# emulated machine does not land on one configuration only.
+for rep in \$(seq 1 $repeat); do
+  for t in verbs tcp; do
+    for v in 1024 16384 65536; do
+      $driver --transport \$t --followers 1 --value-size \$v --records \$(( $mb * 1000000 / v )) \
+              --ack all --batch-bytes 65536 --quiet --json repl-\$t-\$v-\$rep.json \
+              >repl-\$t-\$v-\$rep.log 2>&1 ||
+        { echo "rdmarepl-bench --value-size \$v over \$t failed:"; cat repl-\$t-\$v-\$rep.log; }
+    done
   done
 done
 perf_bw=\$(bw_of bw-client.log)
 perf_lat=\$(awk '/^ *64 / {print \$5}' lat-client-64.log)
 perf_lat1k=\$(awk '/^ *1024 / {print \$5}' lat-client-1024.log)
 echo "ib_write_bw 64 KiB: \${perf_bw} MB/s; ib_write_lat typical: 64 B \${perf_lat} us, 1 KiB \${perf_lat1k} us"
-python3 - "\$perf_bw" "\$perf_lat" "\$perf_lat1k" <<'PY'
+python3 - "\$perf_bw" "\$perf_lat" "\$perf_lat1k" $repeat <<'PY'
 import json, sys
 perf_bw, perf_lat, perf_lat1k = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+repeat = int(sys.argv[4])
 runs = json.load(open("bench.json"))["benchmarks"]
 def get(prefix):
     return next(x for x in runs if x["name"].startswith(prefix + "/"))
@@ -79,15 +97,19 @@ def load(path):
         return None
 for t in ("verbs", "tcp"):
     for v in (1024, 16384, 65536):
-        r = load(f"repl-{t}-{v}.json")
-        if r is None:
+        rs = [r for r in (load(f"repl-{t}-{v}-{i}.json") for i in range(1, repeat + 1)) if r]
+        if not rs:
             print(f"replication over {t}, {v // 1024} KiB values: no result")
             continue
+        mbs = sorted(r["mb_per_sec"] for r in rs)
+        med = mbs[len(mbs) // 2] if len(mbs) % 2 else (mbs[len(mbs) // 2 - 1] + mbs[len(mbs) // 2]) / 2
+        p50s = sorted(r["latency_us"]["p50"] for r in rs)
         print(f"replication over {t}, {v // 1024} KiB values (1 follower, 64 KiB batches, "
-              f"ack=all, open loop, {r['records']} records, verified {r['verified']}): "
-              f"{r['mb_per_sec']:.2f} MB/s = {r['mb_per_sec'] / perf_bw:.3f} x ib_write_bw "
-              f"(target >= 0.8); cpu {r['cpu_us_per_op']:.1f} us/record; open-loop "
-              f"replicate-to-ack p50 {r['latency_us']['p50']:.0f} us")
+              f"ack=all, open loop, {rs[0]['records']} records, {len(rs)} of {repeat} runs, "
+              f"verified {all(r['verified'] for r in rs)}): median {med:.2f} MB/s = "
+              f"{med / perf_bw:.3f} x ib_write_bw (target >= 0.8); runs "
+              f"{' '.join(f'{x:.1f}' for x in mbs)} MB/s = {mbs[0] / perf_bw:.2f}..{mbs[-1] / perf_bw:.2f} x; "
+              f"open-loop replicate-to-ack p50 {p50s[len(p50s) // 2]:.0f} us")
 for t, p in (("verbs", "blocking"), ("verbs", "busy"), ("tcp", "blocking"), ("tcp", "busy")):
     r = load(f"lat-{t}-{p}.json")
     if r is None:
