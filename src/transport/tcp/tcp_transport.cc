@@ -87,10 +87,11 @@ class TcpListener final : public Listener {
     auto deadline = Deadline::after(timeout);
     auto sock = bootstrap::accept_tcp(fd_.get(), deadline);
     if (!sock) return std::move(sock).error();
-    // The handshake gets the connect timeout, even when accept() waited long for the peer.
-    auto handshake_deadline = Deadline::after(
-        std::max<Duration>(std::min<Duration>(deadline.remaining(), options.connect_timeout),
-                           std::chrono::milliseconds(1)));
+    // The handshake gets the connect timeout from the moment the peer is accepted, however
+    // little of accept()'s own timeout is left: a caller that accepts in short slices (the
+    // follower polls every 100 ms) must not cut off a peer that arrived late in a slice.
+    auto handshake_deadline =
+        Deadline::after(std::max<Duration>(options.connect_timeout, std::chrono::milliseconds(1)));
     return establish(std::move(*sock), bootstrap::Role::responder, options, registry_,
                      handshake_deadline);
   }

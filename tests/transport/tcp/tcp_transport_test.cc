@@ -10,6 +10,7 @@
 #include <cstring>
 #include <future>
 #include <set>
+#include <thread>
 
 #include "rdmarepl/core/crc32c.h"
 #include "rdmarepl/transport/bootstrap/handshake.h"
@@ -216,6 +217,38 @@ TEST_CASE("tcp: the listener refuses garbage and a wrong key, then accepts a goo
     REQUIRE(r.ok());
     CHECK((*r)->peer().node_id == "leader");
   }
+}
+
+TEST_CASE("tcp: a peer accepted late in accept()'s timeout still gets the connect timeout",
+          "[transport][tcp]") {
+  // accept() waits 400 ms; the peer connects after ~100 ms and completes its handshake only
+  // ~1 s later. The handshake's deadline is connect_timeout (10 s) from the accept, not what
+  // is left of accept()'s 400 ms: the connection must come up.
+  tcp::TcpTransport t;
+  auto l = t.listen(Endpoint{"127.0.0.1", 0});
+  REQUIRE(l.ok());
+  const auto ep = (*l)->local_endpoint();
+  ConnectionOptions so;
+  so.node_id = "follower";
+  so.connect_timeout = 10s;
+  auto fut = std::async(std::launch::async, [&] { return (*l)->accept(so, 400ms); });
+  std::this_thread::sleep_for(100ms);
+  // A raw socket: connected (accepted) now, its hello sent later by a real initiator
+  // handshake over the same socket.
+  auto raw = bootstrap::connect_tcp(ep, Deadline::after(5s));
+  REQUIRE(raw.ok());
+  std::this_thread::sleep_for(1s);
+  bootstrap::Hello hello;
+  hello.node_id = "leader";
+  hello.kind = bootstrap::TransportKind::tcp;
+  auto theirs =
+      bootstrap::exchange(raw->get(), hello, bootstrap::Role::initiator, "", Deadline::after(5s));
+  INFO((theirs.ok() ? std::string() : theirs.error().message()));
+  CHECK(theirs.ok());
+  auto r = fut.get();
+  INFO((r.ok() ? std::string() : r.error().message()));
+  REQUIRE(r.ok());
+  CHECK((*r)->peer().node_id == "leader");
 }
 
 TEST_CASE("tcp: a truncated frame fails the connection without a completion", "[transport][tcp]") {
