@@ -143,6 +143,26 @@ class CommitTracker {
   LatencyRecorder latency_;
 };
 
+// Drives progress until every follower has all its shards connected, or `limit` passes.
+Status wait_connected(Channel& channel, size_t followers, std::chrono::seconds limit) {
+  const Deadline deadline = Deadline::after(limit);
+  for (;;) {
+    (void)channel.progress();
+    const auto m = channel.metrics();
+    std::string missing;
+    for (size_t i = 0; i < followers; ++i)
+      if (!m.follower_connected[i])
+        missing += fmt::format("{}{}", missing.empty() ? "" : ", ", i + 1);
+    if (missing.empty()) return {};
+    if (deadline.expired())
+      return Error(Errc::timeout,
+                   fmt::format("follower(s) {} not connected after {} s; the leader's log says "
+                               "why each attempt failed",
+                               missing, limit.count()));
+    std::this_thread::sleep_for(5ms);
+  }
+}
+
 int run_leader(const Flags& flags, ControlSocket& ctl) {
   RunConfig config;
   if (auto s = apply_flags(flags, config); !s) return fail(ctl, s.error().message());
@@ -155,6 +175,12 @@ int run_leader(const Flags& flags, ControlSocket& ctl) {
   auto created = Channel::create(options, store);
   if (!created) return fail(ctl, "leader: " + created.error().to_string());
   Channel& channel = **created;
+  // The workload starts once every follower is connected. Connecting is asynchronous; a
+  // follower whose first attempts fail (e.g. its accept thread is not yet running on a slow
+  // machine) would otherwise connect after the retained window has moved past seq 1, and
+  // without a write-ahead log nothing can catch it up.
+  if (auto st = wait_connected(channel, peers->size(), 60s); !st)
+    return fail(ctl, "leader: " + st.error().message());
   if (!ctl.send_line(fmt::format("ready transport={}", channel.transport_name()))) return 1;
 
   auto go = ctl.read_line(std::chrono::hours(1));
