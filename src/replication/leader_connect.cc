@@ -25,13 +25,14 @@ void Leader::control_loop() noexcept {
 bool Leader::try_connect(Shard& s, Link& l) noexcept {
   const auto& peer = options_.peers[l.follower];
   // Exponential backoff: the first retry after reconnect_interval, then doubling up to
-  // reconnect_max_interval; reset when a connection comes up.
+  // reconnect_max_interval (validate() keeps it >= reconnect_interval); reset when a
+  // connection comes up.
   const auto ns = [](std::chrono::milliseconds d) {
     return static_cast<uint64_t>(d.count()) * 1'000'000;
   };
-  const uint64_t first = ns(options_.reconnect_interval);
-  const uint64_t cap = std::max(ns(options_.reconnect_max_interval), first);
-  l.backoff_ns = l.backoff_ns == 0 ? first : std::min(cap, l.backoff_ns * 2);
+  l.backoff_ns = l.backoff_ns == 0
+                     ? ns(options_.reconnect_interval)
+                     : std::min(ns(options_.reconnect_max_interval), l.backoff_ns * 2);
   l.next_attempt_ns = mono_ns() + l.backoff_ns;
   transport::ConnectionOptions co;
   co.node_id = options_.node_id;
