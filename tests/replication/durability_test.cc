@@ -14,6 +14,7 @@
 #include "durability.h"
 #include "follower.h"
 #include "leader.h"
+#include "log_capture.h"
 #include "loopback_options.h"
 #include "loopback_transport.h"
 #include "rdmarepl/core/byte_order.h"
@@ -30,6 +31,7 @@
 
 using namespace rdmarepl;
 using namespace std::chrono_literals;
+using test::LogCapture;
 using test::LoopbackFabric;
 using test::LoopbackTransport;
 using test::MapStore;
@@ -529,30 +531,6 @@ void write_until_log_truncated(Channel& leader, MapStore& expected, const std::s
     std::this_thread::sleep_for(60ms);  // the checkpointer ticks every 50 ms
   }
 }
-
-// Collects log lines that contain `needle`.
-class LogCapture {
- public:
-  LogCapture() {
-    log::set_sink([this](log::Level, std::string_view m) {
-      std::lock_guard lock(mu_);
-      lines_.emplace_back(m);
-    });
-  }
-  ~LogCapture() { log::set_sink(nullptr); }
-  LogCapture(const LogCapture&) = delete;
-  LogCapture& operator=(const LogCapture&) = delete;
-  [[nodiscard]] bool contains(std::string_view a, std::string_view b = {}) const {
-    std::lock_guard lock(mu_);
-    for (const auto& l : lines_)
-      if (l.find(a) != std::string::npos && l.find(b) != std::string::npos) return true;
-    return false;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::string> lines_;
-};
 
 // A store without snapshot/restore hooks.
 struct ApplyOnlyStore {

@@ -3,16 +3,15 @@
 // and a bad setting is refused with a message naming both options.
 #include <catch2/catch.hpp>
 
-#include <mutex>
 #include <regex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "log_capture.h"
 #include "loopback_options.h"
 #include "loopback_transport.h"
 #include "rdmarepl/core/clock.h"
-#include "rdmarepl/core/log.h"
 #include "rdmarepl/rdmarepl.h"
 #include "test_store.h"
 
@@ -26,34 +25,15 @@ namespace {
 
 using Channel = ReplicationChannel<MapStore>;
 
-// The wait of every "retrying in N ms" line the leader logs, in order.
-class RetryLog {
- public:
-  RetryLog() {
-    log::set_sink([this](log::Level, std::string_view m) {
-      static const std::regex re("cannot connect .*retrying in ([0-9]+) ms");
-      std::cmatch match;
-      if (!std::regex_search(m.data(), m.data() + m.size(), match, re)) return;
-      std::lock_guard lock(mu_);
-      waits_.push_back(std::stoi(match[1].str()));
-    });
-  }
-  ~RetryLog() { log::set_sink(nullptr); }
-  RetryLog(const RetryLog&) = delete;
-  RetryLog& operator=(const RetryLog&) = delete;
-  [[nodiscard]] std::vector<int> waits() const {
-    std::lock_guard lock(mu_);
-    return waits_;
-  }
-  void clear() {
-    std::lock_guard lock(mu_);
-    waits_.clear();
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<int> waits_;
-};
+// The wait of every "retrying in N ms" line the leader logged, in order.
+std::vector<int> retry_waits(const test::LogCapture& logs) {
+  static const std::regex re("cannot connect .*retrying in ([0-9]+) ms");
+  std::vector<int> waits;
+  std::smatch match;
+  for (const auto& line : logs.lines())
+    if (std::regex_search(line, match, re)) waits.push_back(std::stoi(match[1].str()));
+  return waits;
+}
 
 ChannelOptions options() {
   auto o = test::loopback_options();
@@ -85,7 +65,7 @@ bool eventually(Pred pred, Duration limit = 10s) {
 
 TEST_CASE("reconnect attempts back off exponentially to the cap and restart after a success",
           "[replication][concurrency]") {
-  RetryLog retries;
+  test::LogCapture logs;
   auto fabric = std::make_shared<LoopbackFabric>();
   auto o = options();
   o.role = Role::leader;
@@ -96,9 +76,9 @@ TEST_CASE("reconnect attempts back off exponentially to the cap and restart afte
   // Each consecutive failure doubles the wait; at the cap the message repeats and is not
   // logged again.
   const std::vector<int> ramp = {10, 20, 40, 80};
-  REQUIRE(eventually([&] { return retries.waits().size() >= ramp.size(); }));
+  REQUIRE(eventually([&] { return retry_waits(logs).size() >= ramp.size(); }));
   std::this_thread::sleep_for(300ms);  // several attempts at the cap
-  CHECK(retries.waits() == ramp);
+  CHECK(retry_waits(logs) == ramp);
 
   // A follower appears: the leader connects within one capped wait and replicates.
   MapStore follower_store;
@@ -110,10 +90,10 @@ TEST_CASE("reconnect attempts back off exponentially to the cap and restart afte
   }));
 
   // It goes away: the failures start again from reconnect_interval.
-  retries.clear();
+  logs.clear();
   follower.reset();
-  REQUIRE(eventually([&] { return retries.waits().size() >= 2; }));
-  const auto again = retries.waits();
+  REQUIRE(eventually([&] { return retry_waits(logs).size() >= 2; }));
+  const auto again = retry_waits(logs);
   CHECK(again[0] == 10);
   CHECK(again[1] == 20);
 }
