@@ -80,13 +80,8 @@ class Recovery final : public wal::RecoveryHandler {
                                "log is missing batches. Recover this node from a replica (clear "
                                "its wal_dir and store)",
                                f.segment, f.offset, v.header.shard, seq, v.header.first_seq));
-    RecordCursor cursor(v);
-    Record rec;
-    while (cursor.next(rec)) {
-      if (rec.seq <= seq) continue;  // already in the checkpoint
-      store_.apply(store_.store, rec);
-      seq = rec.seq;
-    }
+    uint64_t in_checkpoint = 0;  // records the checkpoint already holds
+    seq = store_.apply_batch(store_.store, v, seq, in_checkpoint);
     if (on_batch_) on_batch_(v, bytes.first(std::min(bytes.size(), v.padded_size())));
     return ok_status();
   }

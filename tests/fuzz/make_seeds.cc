@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rdmarepl/replication/batch_format.h"
+#include "rdmarepl/replication/detail/batch_format.h"
 #include "rdmarepl/transport/bootstrap/hello.h"
 #include "replication/checkpoint_ship.h"
 #include "replication/hello.h"

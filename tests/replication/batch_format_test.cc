@@ -1,4 +1,4 @@
-#include "rdmarepl/replication/batch_format.h"
+#include "rdmarepl/replication/detail/batch_format.h"
 
 #include <catch2/catch.hpp>
 
