@@ -125,6 +125,7 @@ struct SeqStore {
 void write_log(const std::string& dir, const std::vector<std::vector<std::byte>>& batches) {
   SeqStore store;
   auto wal = detail::Wal::open(log_options(dir, Durability::none), store.hooks(), {}, nullptr);
+  INFO((wal.ok() ? std::string() : wal.error().message()));
   REQUIRE(wal.ok());
   for (const auto& b : batches) {
     BatchView v;
