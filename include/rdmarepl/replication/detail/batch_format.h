@@ -1,5 +1,6 @@
 // The replication batch: the unit that is encoded once into registered memory, written into
-// a follower's ring with write-with-immediate, and (later) appended to the WAL unchanged.
+// a follower's ring with write-with-immediate, and appended to the WAL unchanged (one frame
+// per batch). It is the product's one record format, on the wire and in the log.
 // docs/wire_format.md ("Replication batches") is the truth; these constants mirror it.
 //
 // batch  := header(32) record* padding(to a multiple of 8)
