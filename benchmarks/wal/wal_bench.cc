@@ -27,7 +27,7 @@
 
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/features.h"
-#include "rdmarepl/replication/batch_format.h"
+#include "rdmarepl/replication/detail/batch_format.h"
 #include "rdmarepl/wal/log.h"
 #include "rdmarepl/wal/writer.h"
 

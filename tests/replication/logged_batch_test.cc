@@ -14,7 +14,8 @@
 
 #include "durability.h"
 #include "log_capture.h"
-#include "rdmarepl/replication/batch_format.h"
+#include "rdmarepl/replication/detail/apply_records.h"
+#include "rdmarepl/replication/detail/batch_format.h"
 #include "rdmarepl/wal/layout.h"
 #include "wal/wal_test_util.h"
 
@@ -114,9 +115,11 @@ ChannelOptions log_options(const std::string& dir, Durability d) {
 // A store that keeps the seqs it was given.
 struct SeqStore {
   std::vector<uint64_t> seqs;
+  void apply(const Record& r) { seqs.push_back(r.seq); }
   StoreHooks hooks() {
-    return {.store = this, .apply = [](void* s, const Record& r) {
-              static_cast<SeqStore*>(s)->seqs.push_back(r.seq);
+    return {.store = this,
+            .apply_batch = [](void* s, const BatchView& b, uint64_t after, uint64_t& skipped) {
+              return detail::apply_records(*static_cast<SeqStore*>(s), b, after, skipped);
             }};
   }
 };

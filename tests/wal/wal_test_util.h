@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "rdmarepl/replication/batch_format.h"
+#include "rdmarepl/replication/detail/batch_format.h"
 #include "rdmarepl/wal/format.h"
 #include "rdmarepl/wal/layout.h"
 #include "rdmarepl/wal/reader.h"
