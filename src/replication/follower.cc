@@ -6,6 +6,7 @@
 #include <array>
 #include <thread>
 
+#include "batch_limits.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/replication/batch_format.h"
@@ -24,7 +25,7 @@ Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& opti
                                                       std::unique_ptr<transport::Transport> t,
                                                       const StoreHooks& store) {
   std::unique_ptr<Follower> self(new Follower(options, std::move(t), store));
-  const size_t large = single_record_batch_size(kMaxKeyBytes, options.max_value_bytes);
+  const size_t large = large_buffer_bytes(options);
   for (uint32_t i = 0; i < options.shards; ++i) {
     auto s = std::make_unique<Shard>();
     s->index = i;

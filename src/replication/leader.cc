@@ -8,6 +8,7 @@
 #include <array>
 #include <thread>
 
+#include "batch_limits.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/replication/imm.h"
@@ -21,7 +22,6 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
                                                     std::unique_ptr<transport::Transport> t,
                                                     const StoreHooks& store) {
   std::unique_ptr<Leader> self(new Leader(options, std::move(t), store));
-  self->large_bytes_ = single_record_batch_size(kMaxKeyBytes, options.max_value_bytes);
   self->init_live_knobs();
   // Window entries are at least one header plus one empty record (64 bytes padded); a
   // descriptor table of that many entries would be large, so it is capped and the window
@@ -69,10 +69,6 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
 
 uint64_t Leader::last_seq(uint32_t shard) const noexcept {
   return shards_[shard]->next_seq.load(std::memory_order_acquire) - 1;
-}
-
-bool Leader::large_record(size_t key_len, size_t value_len) const noexcept {
-  return single_record_batch_size(key_len, value_len) > options_.ring_bytes / 4;
 }
 
 uint32_t Leader::required_acks() const noexcept {
@@ -172,7 +168,7 @@ WriteResult Leader::write(Op op, std::string_view key, std::string_view value) n
   const uint32_t shard = shard_of(key, options_.shards);
   Shard& s = *shards_[shard];
   const size_t rec = record_size(key.size(), value.size());
-  const bool large = large_record(key.size(), value.size());
+  const bool large = large_record(options_, key.size(), value.size());
   const uint64_t ts = wall_ns();
   Deadline deadline = Deadline::never();
   bool stalled_once = false;

@@ -149,7 +149,6 @@ class Leader final : public CoreBase {
   void update_committed(Shard& s) noexcept;
   void link_down(Shard& s, Link& l, std::string_view why) noexcept;
   [[nodiscard]] uint32_t required_acks() const noexcept;
-  [[nodiscard]] bool large_record(size_t key_len, size_t value_len) const noexcept;
   size_t progress_locked(Shard& s) noexcept;
 
   // Control plane (leader_connect.cc).
@@ -201,7 +200,6 @@ class Leader final : public CoreBase {
  private:
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<bool> closed_{false};
-  uint64_t large_bytes_ = 0;  // largest batch for the large-record buffer
 
   // Live knobs read on the data path (set by apply_engine_knobs()); see leader_knobs.cc.
   void init_live_knobs() noexcept;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "batch_limits.h"
 #include "leader.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
@@ -43,7 +44,7 @@ bool Leader::try_connect(Shard& s, Link& l) noexcept {
   hello.shard_count = options_.shards;
   hello.queue_depth = options_.queue_depth;
   hello.ring_bytes = options_.ring_bytes;
-  hello.large_bytes = large_bytes_;
+  hello.large_bytes = large_buffer_bytes(options_);
   co.app_data = encode(hello);
   co.send_queue_depth = options_.queue_depth + 8;
   co.recv_queue_depth = options_.queue_depth + 8;
@@ -72,13 +73,14 @@ bool Leader::try_connect(Shard& s, Link& l) noexcept {
                fmt::format("follower {} has {} shards but this leader has {}; configure the same "
                            "ChannelOptions::shards on both",
                            peer.to_string(), fh->shard_count, options_.shards));
-  if (st.ok() && (fh->ring_bytes < options_.ring_bytes || fh->large_bytes < large_bytes_))
+  if (st.ok() &&
+      (fh->ring_bytes < options_.ring_bytes || fh->large_bytes < large_buffer_bytes(options_)))
     st = Error(Errc::invalid_argument,
                fmt::format("follower {} has ring_bytes {} / large-record buffer {} but this leader "
                            "needs at least {} / {}; use the same ring_bytes and max_value_bytes on "
                            "both",
                            peer.to_string(), fh->ring_bytes, fh->large_bytes, options_.ring_bytes,
-                           large_bytes_));
+                           large_buffer_bytes(options_)));
   if (st.ok() && fh->queue_depth < options_.queue_depth)
     st = Error(Errc::invalid_argument,
                fmt::format("follower {} posts {} receives but this leader keeps up to {} batches "

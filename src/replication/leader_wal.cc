@@ -9,6 +9,7 @@
 #include <array>
 #include <cstring>
 
+#include "batch_limits.h"
 #include "leader.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/crc32c.h"
@@ -36,9 +37,9 @@ Status Leader::open_wal() {
     catchup_bucket_ =
         TokenBucket(options_.catchup_bytes_per_sec,
                     std::max<uint64_t>(options_.catchup_bytes_per_sec / 10, 1), mono_ns());
-  // The largest batch the log can hold (options.cc validates the same bound).
-  const size_t largest =
-      std::max<size_t>(large_bytes_, options_.batch_bytes + options_.ring_bytes / 4);
+  // The largest batch the log can hold under any live batch size (options.cc validates the
+  // same bound).
+  const size_t largest = max_batch_bytes(options_);
   for (auto& sp : shards_) {
     Shard& s = *sp;
     auto st = RegisteredBuffer::create(*transport_, largest, transport::Access::local_write,
@@ -82,7 +83,7 @@ void Leader::recover_batch(const BatchView& v, std::span<const std::byte> bytes)
   d.consumed = p.consumed;
   d.first_seq = v.header.first_seq;
   d.count = v.header.record_count;
-  d.large = d.count == 1 && len > options_.ring_bytes / 4;
+  d.large = large_batch(options_, d.count, len);
   d.t0_ns = mono_ns();
   d.lsn = 0;  // read back from the log: durable
   desc(s, s.end_bn) = d;
@@ -248,7 +249,19 @@ bool Leader::catchup_link(Shard& s, Link& l) noexcept {
     found_in_pass = true;
     if (last >= limit) continue;  // the window holds it: the next round switches to it
     const size_t len = v.padded_size();
-    const bool large = v.header.record_count == 1 && len > options_.ring_bytes / 4;
+    const bool large = large_batch(options_, v.header.record_count, len);
+    if (len > s.staging.size()) {  // written under other options: it can never be sent
+      std::lock_guard lock(s.mu);
+      if (!catchup_over(l, generation))
+        link_down(s, l,
+                  fmt::format("it needs shard {} seq {}..{}, which the write-ahead log {} holds in "
+                              "a batch of {} bytes, but the largest batch these options allow is "
+                              "{} bytes (the log was written with a larger ring_bytes or "
+                              "max_value_bytes): restart this leader with the options that wrote "
+                              "the log, or restore the follower from a snapshot",
+                              s.index, first, last, wal_->dir(), len, s.staging.size()));
+      return false;
+    }
     if (!pace_catchup(len)) return false;
     // Post it once the link has room; then wait for its acknowledgement.
     for (;;) {
@@ -263,7 +276,7 @@ bool Leader::catchup_link(Shard& s, Link& l) noexcept {
           at = l.ring_space.where(len);
           room = at.has_value();
         }
-        if (room && len <= s.staging.size()) {
+        if (room) {
           std::memcpy(s.staging.data(), bytes.data(), len);
           transport::WriteRequest wr;
           wr.wr_id = UINT64_MAX;
