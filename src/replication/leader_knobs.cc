@@ -44,12 +44,6 @@ void Leader::lock_as_writer(Shard& s, std::unique_lock<std::mutex>& lock) noexce
   s.writers_waiting.fetch_sub(1, std::memory_order_relaxed);
 }
 
-bool Leader::within_pool(const Shard& s, uint64_t len) const noexcept {
-  // An empty window always takes the entry, so a limit can never block a shard for good.
-  return s.space.used() == 0 ||
-         s.space.used() + len <= window_limit_.load(std::memory_order_relaxed);
-}
-
 size_t Leader::progress_worker(uint32_t worker, uint32_t workers) noexcept {
   // Worker 0 sweeps every shard and refreshes the channel-wide metrics (queue depth, lag);
   // worker w > 0 drives the shards i with i % workers == w. The per-shard lock is only
