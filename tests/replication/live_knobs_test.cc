@@ -12,8 +12,10 @@
 #include <random>
 #include <thread>
 
+#include "log_capture.h"
 #include "loopback_options.h"
 #include "loopback_transport.h"
+#include "rdmarepl/core/clock.h"
 #include "rdmarepl/rdmarepl.h"
 #include "rdmarepl/wal/reader.h"
 #include "test_store.h"
@@ -448,4 +450,73 @@ TEST_CASE("a batch size raised while a follower is caught up from the log", "[kn
   wal::Frame f;
   while (*reader->next(&f)) largest = std::max(largest, f.payload.size());
   CHECK(largest > o.batch_bytes + o.ring_bytes / 4);
+}
+
+// A log written under a larger ring holds batches larger than a leader restarted with a
+// smaller one can send: the follower that needs them gets an error naming the fix, and
+// catch-up does not retry the batch forever.
+TEST_CASE("a logged batch larger than the options allow fails catch-up with a clear error",
+          "[knobs][durability]") {
+  wal::test::TempDir ldir;
+  auto fabric = std::make_shared<LoopbackFabric>();
+  ChannelOptions o = test::loopback_options();
+  o.shards = 1;
+  o.ring_bytes = 1 << 20;
+  o.batch_bytes = 16 * 1024;
+  o.max_value_bytes = 64 * 1024;
+  o.retain_bytes = 1 << 20;
+  o.ack_mode = AckMode::none;  // the follower is not there yet
+  o.durability = replication::Durability::batch;
+  o.wal_segment_bytes = 4 << 20;
+  auto lo = o;
+  lo.role = Role::leader;
+  lo.wal_dir = ldir.path();
+  lo.peers = {{"loopback", 31210}};
+  {
+    MapStore store;
+    auto leader = Channel<MapStore>::create(lo, store, std::make_unique<LoopbackTransport>(fabric));
+    REQUIRE(leader.ok());
+    auto& ch = **leader;
+    tuning::Knobs k = ch.knobs();
+    k.batch_bytes = o.ring_bytes / 4;  // batches of five 60 KB records, about 300 KB
+    k.flush_delay_us = 200'000;
+    REQUIRE(ch.apply_knobs(k).ok());
+    Ticket last{};
+    for (int i = 0; i < 40; ++i) {
+      auto w = ch.replicate("big" + std::to_string(i), std::string(60'000, 'b'));
+      REQUIRE(w.ok());
+      last = w.ticket;
+    }
+    k.batch_bytes = o.batch_bytes;
+    REQUIRE(ch.apply_knobs(k).ok());
+    // Then more than the window: the large batches stay only in the log.
+    for (int i = 0; i < 4000; ++i) {
+      auto w = ch.replicate("k" + std::to_string(i % 50), std::string(500, 'k'));
+      REQUIRE(w.ok());
+      last = w.ticket;
+    }
+    REQUIRE(ch.wait(last, 30s).ok());
+  }
+  // Restarted with a quarter of the ring: its largest batch is the large-record buffer.
+  lo.ring_bytes = o.ring_bytes / 4;
+  lo.batch_bytes = 16 * 1024;
+  test::LogCapture logs;
+  MapStore lstore;
+  auto leader = Channel<MapStore>::create(lo, lstore, std::make_unique<LoopbackTransport>(fabric));
+  INFO((leader.ok() ? std::string() : leader.error().message()));
+  REQUIRE(leader.ok());
+  auto fo = test::loopback_follower(o, 31210);
+  fo.ring_bytes = lo.ring_bytes;
+  MapStore fstore;
+  auto follower =
+      Channel<MapStore>::create(fo, fstore, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(follower.ok());
+  const Deadline d = Deadline::after(20s);
+  while (!logs.contains("the largest batch these options allow") && !d.expired())
+    std::this_thread::sleep_for(10ms);
+  CHECK(logs.contains("the largest batch these options allow",
+                      "restart this leader with the "
+                      "options that wrote the log"));
+  CHECK((*follower)->applied_seq(0) == 0);
+  CHECK(fstore.size() == 0);
 }
