@@ -6,6 +6,7 @@
 #include <array>
 #include <thread>
 
+#include "batch_limits.h"
 #include "imm.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
@@ -24,7 +25,7 @@ Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& opti
                                                       std::unique_ptr<transport::Transport> t,
                                                       const StoreHooks& store) {
   std::unique_ptr<Follower> self(new Follower(options, std::move(t), store));
-  const size_t large = single_record_batch_size(kMaxKeyBytes, options.max_value_bytes);
+  const size_t large = large_buffer_bytes(options);
   for (uint32_t i = 0; i < options.shards; ++i) {
     auto s = std::make_unique<Shard>();
     s->index = i;
@@ -74,7 +75,7 @@ void Follower::accept_loop() noexcept {
   // transport before the leader learns it is up: the leader may send a batch as soon as its
   // connect() returns, before install() runs here, and a write-with-imm that meets an empty
   // receive queue is an RNR error. queue_depth + 4 receives: the leader keeps at most
-  // queue_depth - 2 batches in flight (Leader::send_pending), so some are always slack.
+  // queue_depth - 2 batches in flight (Link::post_batch), so some are always slack.
   co.initial_recvs = options_.queue_depth + 4;
   co.connect_timeout = options_.connect_timeout;
   FollowerHello hello;
@@ -184,9 +185,8 @@ void Follower::drop(Shard& s, std::string_view why, bool protocol_error) noexcep
   s.conn.reset();
 }
 
-bool Follower::handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::string& why) noexcept {
-  std::span<const std::byte> bytes;
-  uint64_t offset = 0;
+bool Follower::locate_batch(Shard& s, uint32_t imm, std::span<const std::byte>& bytes,
+                            uint64_t& offset, std::string& why) noexcept {
   switch (imm_kind(imm)) {
     case ImmKind::ring_batch:
       offset = uint64_t{imm_arg(imm)} * kBatchAlign;
@@ -198,14 +198,20 @@ bool Follower::handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::stri
         return false;
       }
       bytes = std::span<const std::byte>(s.ring().data() + offset, s.ring().size() - offset);
-      break;
+      return true;
     case ImmKind::large_batch:
       bytes = std::span<const std::byte>(s.large().data(), s.large().size());
-      break;
+      return true;
     default:
       why = fmt::format("protocol error: unexpected immediate 0x{:08x}", imm);
       return false;
   }
+}
+
+bool Follower::handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::string& why) noexcept {
+  std::span<const std::byte> bytes;
+  uint64_t offset = 0;
+  if (!locate_batch(s, imm, bytes, offset, why)) return false;
   BatchView v;
   const BatchError err = parse_batch(bytes, v);
   if (err != BatchError::ok) {

@@ -115,6 +115,10 @@ class Follower final : public CoreBase {
   size_t poll_shard(Shard& s) noexcept;
   // Checks and applies the batch a completion announced; false (and `why`) on a protocol error.
   bool handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::string& why) noexcept;
+  // Where the batch announced by `imm` starts (`bytes` to the end of its buffer; `offset` in
+  // the ring); false (and `why`) when the immediate or the offset break the protocol.
+  bool locate_batch(Shard& s, uint32_t imm, std::span<const std::byte>& bytes, uint64_t& offset,
+                    std::string& why) noexcept;
   void drop(Shard& s, std::string_view why, bool protocol_error = false) noexcept;
   void accept_loop() noexcept;
   // The seq a (re)connecting leader resumes after: everything applied, or with
@@ -128,6 +132,11 @@ class Follower final : public CoreBase {
   // Checkpoint shipping (follower_ship.cc). Stores one chunk; false (and `why`; `protocol`
   // says whether the leader broke the protocol) when the connection must be dropped.
   bool handle_chunk(Shard& s, uint32_t byte_len, std::string& why, bool& protocol) noexcept;
+  // The first chunk of checkpoint `id` of `total` bytes arrived: makes room for it. False
+  // when there is no memory for it (the leader is answered ShipReply::failed).
+  bool start_checkpoint(Shard& s, uint64_t id, uint64_t total) noexcept;
+  // Answers a chunk with `reply`; false (and `why`) when that failed.
+  bool reply_to_chunk(Shard& s, ShipReply reply, std::string& why, bool& protocol) noexcept;
   bool send_ship_reply(Shard& s, ShipReply reply) noexcept;
   // Accept thread: installs the checkpoints whose last chunk arrived, then replies.
   void install_shipped() noexcept;

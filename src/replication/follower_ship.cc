@@ -58,31 +58,11 @@ bool Follower::handle_chunk(Shard& s, uint32_t byte_len, std::string& why,
           "longer reaches back to this follower): the store does not model SnapshottableStore; "
           "add snapshot/restore hooks to it, or restore this follower from a snapshot",
           endpoint_.to_string(), s.index, s.leader);
-    if (send_ship_reply(s, ShipReply::no_restore)) return true;
-    why = "sending the reply to a checkpoint chunk failed";
-    protocol = false;
-    return false;
+    return reply_to_chunk(s, ShipReply::no_restore, why, protocol);
   }
   if (h.offset == 0) {
-    s.ship = {};  // a new checkpoint (or the same one again after a reconnect)
-    try {
-      s.ship.bytes.resize(h.total);
-    } catch (const std::bad_alloc&) {
-      log::error(
-          "rdmarepl follower {}: shard {}: no memory for the {}-byte checkpoint leader {} "
-          "sent",
-          endpoint_.to_string(), s.index, h.total, s.leader);
-      s.ship = {};
-      if (send_ship_reply(s, ShipReply::failed)) return true;
-      why = "sending the reply to a checkpoint chunk failed";
-      protocol = false;
-      return false;
-    }
-    s.ship.active = true;
-    s.ship.id = h.id;
-    s.ship.total = h.total;
-    log::info("rdmarepl follower {}: shard {}: receiving checkpoint {} ({} bytes) from leader {}",
-              endpoint_.to_string(), s.index, h.id, h.total, s.leader);
+    if (!start_checkpoint(s, h.id, h.total))
+      return reply_to_chunk(s, ShipReply::failed, why, protocol);
   } else if (!s.ship.active || h.id != s.ship.id || h.total != s.ship.total ||
              h.offset != s.ship.received) {
     why = fmt::format(
@@ -111,10 +91,35 @@ bool Follower::handle_chunk(Shard& s, uint32_t byte_len, std::string& why,
     ship_ready_.store(true, std::memory_order_release);
     return true;
   }
-  if (send_ship_reply(s, ShipReply::chunk_ok)) return true;
+  return reply_to_chunk(s, ShipReply::chunk_ok, why, protocol);
+}
+
+bool Follower::reply_to_chunk(Shard& s, ShipReply reply, std::string& why,
+                              bool& protocol) noexcept {
+  if (send_ship_reply(s, reply)) return true;
   why = "sending the reply to a checkpoint chunk failed";
   protocol = false;
   return false;
+}
+
+bool Follower::start_checkpoint(Shard& s, uint64_t id, uint64_t total) noexcept {
+  s.ship = {};  // a new checkpoint (or the same one again after a reconnect)
+  try {
+    s.ship.bytes.resize(total);
+  } catch (const std::bad_alloc&) {
+    log::error(
+        "rdmarepl follower {}: shard {}: no memory for the {}-byte checkpoint leader {} "
+        "sent",
+        endpoint_.to_string(), s.index, total, s.leader);
+    s.ship = {};
+    return false;
+  }
+  s.ship.active = true;
+  s.ship.id = id;
+  s.ship.total = total;
+  log::info("rdmarepl follower {}: shard {}: receiving checkpoint {} ({} bytes) from leader {}",
+            endpoint_.to_string(), s.index, id, total, s.leader);
+  return true;
 }
 
 Status Follower::install_payload(uint32_t shard, std::span<const uint8_t> payload) {

@@ -8,6 +8,7 @@
 #include <array>
 #include <thread>
 
+#include "batch_limits.h"
 #include "imm.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
@@ -21,7 +22,6 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
                                                     std::unique_ptr<transport::Transport> t,
                                                     const StoreHooks& store) {
   std::unique_ptr<Leader> self(new Leader(options, std::move(t), store));
-  self->large_bytes_ = single_record_batch_size(kMaxKeyBytes, options.max_value_bytes);
   self->init_live_knobs();
   // Window entries are at least one header plus one empty record (64 bytes padded); a
   // descriptor table of that many entries would be large, so it is capped and the window
@@ -33,14 +33,12 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
     auto w = RegisteredBuffer::create(*self->transport_, options.retain_bytes, Access::local_write,
                                       fmt::format("retained window of shard {}", i));
     if (!w.ok()) return std::move(w).error();
-    s->window = std::move(w).value();
+    s->window = RetainedWindow(std::move(w).value(), max_batches);
     auto a =
         RegisteredBuffer::create(*self->transport_, 64, Access::local_write | Access::remote_write,
                                  fmt::format("ack target of shard {}", i));
     if (!a.ok()) return std::move(a).error();
     s->ack_target = std::move(a).value();
-    s->space = RingSpace(options.retain_bytes);
-    s->descs.resize(max_batches);
     for (uint32_t f = 0; f < options.peers.size(); ++f) {
       auto l = std::make_unique<Link>();
       l->follower = f;
@@ -71,10 +69,6 @@ uint64_t Leader::last_seq(uint32_t shard) const noexcept {
   return shards_[shard]->next_seq.load(std::memory_order_acquire) - 1;
 }
 
-bool Leader::large_record(size_t key_len, size_t value_len) const noexcept {
-  return single_record_batch_size(key_len, value_len) > options_.ring_bytes / 4;
-}
-
 uint32_t Leader::required_acks() const noexcept {
   const auto n = static_cast<uint32_t>(options_.peers.size());
   switch (options_.ack_mode) {
@@ -93,54 +87,28 @@ uint32_t Leader::required_acks() const noexcept {
 // ------------------------------------------------------------------ window management
 
 void Leader::push_desc(Shard& s, const BatchDesc& d) noexcept {
-  desc(s, s.end_bn) = d;
-  ++s.end_bn;
-  if (options_.ack_mode == AckMode::none) s.latency_bn = s.end_bn;
+  s.window.push(d);
+  if (options_.ack_mode == AckMode::none) s.latency_bn = s.window.end_bn();
   metrics_.batch_bytes.record(d.len);
   metrics_.batch_records.record(d.count);
   ChannelMetrics::add(metrics_.batches_sealed);
 }
 
-bool Leader::evict_oldest(Shard& s) noexcept {
-  if (s.first_bn == s.end_bn) return false;
-  const BatchDesc& d = desc(s, s.first_bn);
+bool Leader::evictable(const Shard& s, const BatchDesc& d) const noexcept {
   if (!wal_sendable(d)) return false;  // not yet durable: nobody has it
-  for (auto& l : s.links)
+  for (const auto& l : s.links)
     if (l->up.load(std::memory_order_relaxed) && !l->wal_catchup &&
         l->acked_seq.load(std::memory_order_relaxed) < d.last_seq())
       return false;  // a connected follower still needs it (one catching up from the log
                      // reads it back from there)
-  s.space.release(d.consumed);
-  ++s.first_bn;
-  if (s.latency_bn < s.first_bn) s.latency_bn = s.first_bn;
   return true;
 }
 
-// Makes `len` contiguous bytes placeable in the window (and a free descriptor slot).
-Leader::Room Leader::make_room(Shard& s, uint64_t len) noexcept {
-  bool evicted = false;
-  for (;;) {
-    const bool slot = s.end_bn - s.first_bn < s.descs.size();
-    if (slot && s.space.where(len) && within_pool(s, len))
-      return evicted ? Room::evicted : Room::ok;
-    if (!evict_oldest(s)) return Room::stalled;
-    evicted = true;
-  }
-}
-
-// Lets the open batch grow by `delta` in place by evicting the oldest batches, when they
-// are what stands right after it. Without this the open batch could only grow into the space
-// a make_room() had freed for it, so once the window had wrapped every batch was sealed at
-// about the size of the batch it replaced, and batches sealed small (by the flush delay at
-// start-up) stayed small for the rest of the run.
-bool Leader::extend_room(Shard& s, uint64_t delta) noexcept {
-  while (!s.space.can_extend(delta)) {
-    // Free space after the newest entry reaches the end of the window: evicting frees
-    // space at its start, which does not help; the batch is sealed and the next one wraps.
-    if (s.space.head() > s.space.tail()) return false;
-    if (!evict_oldest(s)) return false;
-  }
-  return true;
+// Makes `len` contiguous bytes placeable in the window (and a free descriptor slot), within
+// the usable part of the window that the live pool knob allows.
+RetainedWindow::Room Leader::make_room(Shard& s, uint64_t len) noexcept {
+  return s.window.make_room(len, window_limit_.load(std::memory_order_relaxed),
+                            [&](const BatchDesc& d) { return evictable(s, d); });
 }
 
 void Leader::seal_open(Shard& s) noexcept {
@@ -159,51 +127,37 @@ void Leader::seal_open(Shard& s) noexcept {
   push_desc(s, d);
 }
 
-WriteResult Leader::write(Op op, std::string_view key, std::string_view value) noexcept {
-  WriteResult r;
-  if (closed_.load(std::memory_order_acquire)) {
-    r.status = WriteStatus::closed;
-    return r;
-  }
-  if (key.size() > kMaxKeyBytes || value.size() > options_.max_value_bytes) {
-    r.status = WriteStatus::too_large;
-    return r;
-  }
-  const uint32_t shard = shard_of(key, options_.shards);
-  Shard& s = *shards_[shard];
-  const size_t rec = record_size(key.size(), value.size());
-  const bool large = large_record(key.size(), value.size());
-  const uint64_t ts = wall_ns();
+WriteStatus Leader::reserve(Shard& s, std::unique_lock<std::mutex>& lock, size_t rec,
+                            bool large) noexcept {
   Deadline deadline = Deadline::never();
   bool stalled_once = false;
-
-  std::unique_lock lock(s.mu, std::try_to_lock);
-  if (!lock.owns_lock()) lock_as_writer(s, lock);
+  RingSpace& space = s.window.space();
   for (;;) {
     if (large) seal_open(s);
     if (s.open_active) {
       const uint64_t cur = align_batch(s.open.size());
       const uint64_t next = align_batch(s.open.size() + rec);
-      if (next == cur || s.space.can_extend(next - cur) || extend_room(s, next - cur)) {
-        s.space.extend(next - cur);
+      if (next == cur || space.can_extend(next - cur) ||
+          s.window.extend_room(next - cur, [&](const BatchDesc& d) { return evictable(s, d); })) {
+        space.extend(next - cur);
         s.open_consumed += next - cur;
-        break;
+        return WriteStatus::ok;
       }
       seal_open(s);  // the batch cannot grow in place: send it and start another
       send_pending(s);
       continue;
     }
     const uint64_t need = align_batch(kBatchHeaderSize + rec);
-    if (make_room(s, need) != Room::stalled) {
-      const auto p = s.space.place(need);
+    if (make_room(s, need) != RetainedWindow::Room::stalled) {
+      const auto p = space.place(need);
       s.open.start(s.window.data() + p.offset, s.window.size() - p.offset,
-                   static_cast<uint16_t>(shard), s.next_seq.load(std::memory_order_relaxed));
+                   static_cast<uint16_t>(s.index), s.next_seq.load(std::memory_order_relaxed));
       s.open_active = true;
       s.open_large = large;
       s.open_offset = p.offset;
       s.open_consumed = p.consumed;
       s.open_t0 = mono_ns();
-      break;
+      return WriteStatus::ok;
     }
     // The window is full of batches a connected follower has not acknowledged: drive
     // progress for this shard until it acknowledges, up to stall_timeout.
@@ -217,15 +171,31 @@ WriteResult Leader::write(Op op, std::string_view key, std::string_view value) n
       std::this_thread::sleep_for(std::chrono::microseconds(20));
       lock.lock();
     }
-    if (deadline.expired()) {
-      r.status = WriteStatus::stalled;
-      return r;
-    }
-    if (closed_.load(std::memory_order_acquire)) {
-      r.status = WriteStatus::closed;
-      return r;
-    }
+    if (deadline.expired()) return WriteStatus::stalled;
+    if (closed_.load(std::memory_order_acquire)) return WriteStatus::closed;
   }
+}
+
+WriteResult Leader::write(Op op, std::string_view key, std::string_view value) noexcept {
+  WriteResult r;
+  if (closed_.load(std::memory_order_acquire)) {
+    r.status = WriteStatus::closed;
+    return r;
+  }
+  if (key.size() > kMaxKeyBytes || value.size() > options_.max_value_bytes) {
+    r.status = WriteStatus::too_large;
+    return r;
+  }
+  const uint32_t shard = shard_of(key, options_.shards);
+  Shard& s = *shards_[shard];
+  const size_t rec = record_size(key.size(), value.size());
+  const bool large = large_record(options_, key.size(), value.size());
+  const uint64_t ts = wall_ns();
+
+  std::unique_lock lock(s.mu, std::try_to_lock);
+  if (!lock.owns_lock()) lock_as_writer(s, lock);
+  r.status = reserve(s, lock, rec, large);
+  if (r.status != WriteStatus::ok) return r;
   s.open.add(op, key, value, ts);
   count_value(s, value.size());
   const uint64_t seq = s.open.next_seq() - 1;
@@ -258,61 +228,25 @@ void Leader::send_pending(Shard& s) noexcept {
     if (!l.up.load(std::memory_order_relaxed) || l.wal_catchup) continue;
     // Batches before the window's start were evicted because this follower acknowledged
     // them (its ack ran ahead of what this connection sent, after a stale resume point).
-    if (l.next_send_bn < s.first_bn) l.next_send_bn = s.first_bn;
-    while (l.next_send_bn < s.end_bn) {
-      const BatchDesc& d = desc(s, l.next_send_bn);
+    if (l.next_send_bn < s.window.first_bn()) l.next_send_bn = s.window.first_bn();
+    while (l.next_send_bn < s.window.end_bn()) {
+      const BatchDesc& d = s.window.desc(l.next_send_bn);
       if (!wal_sendable(d)) break;  // write-ahead: sent only once the log has it
-      // Keep two receives of slack on the follower: it posts queue_depth + 4.
-      bool blocked = l.inflight_count + 2 >= l.inflight.size();
-      transport::WriteRequest wr;
-      wr.wr_id = l.next_send_bn;
-      // The follower's acknowledgement is what frees the batch; a send completion would only
-      // cost a transport acknowledgement per batch (a frame and a system call each way over
-      // TCP). The transports still retire unsignaled requests on their own.
-      wr.signaled = false;
-      wr.local_addr = s.window.data() + d.offset;
-      wr.length = static_cast<uint32_t>(d.len);
-      wr.lkey = s.window.lkey();
-      std::optional<uint64_t> at;
-      if (!blocked && d.large) {
-        blocked = l.large_busy;
-        wr.remote_addr = l.large.addr;
-        wr.rkey = l.large.rkey;
-        wr.imm = make_imm(ImmKind::large_batch, 0);
-      } else if (!blocked) {
-        at = l.ring_space.where(d.len);
-        blocked = !at.has_value();
-        if (at) {
-          wr.remote_addr = l.ring.addr + *at;
-          wr.rkey = l.ring.rkey;
-          wr.imm = make_imm(ImmKind::ring_batch, static_cast<uint32_t>(*at / kBatchAlign));
-        }
-      }
-      if (blocked) {
+      const auto r = l.post_batch(s.window.data() + d.offset, s.window.lkey(), d.len, d.large,
+                                  d.last_seq(), l.next_send_bn);
+      if (r == Link::Post::no_room) {
         if (!l.stalled) ChannelMetrics::add(metrics_.credit_stalls);
         l.stalled = true;
         break;
       }
       l.stalled = false;
-      const auto st = l.conn->post_writes(std::span<const transport::WriteRequest>(&wr, 1));
-      if (st == transport::PostStatus::queue_full) break;
-      if (st != transport::PostStatus::ok) {
+      if (r == Link::Post::queue_full) break;
+      if (r != Link::Post::posted) {
         link_down(s, l,
-                  st == transport::PostStatus::disconnected ? "the connection failed"
-                                                            : "a write request was refused");
+                  r == Link::Post::disconnected ? "the connection failed"
+                                                : "a write request was refused");
         break;
       }
-      InFlight f;
-      f.last_seq = d.last_seq();
-      f.large = d.large;
-      if (d.large) {
-        l.large_busy = true;
-      } else {
-        const auto p = l.ring_space.place(d.len);
-        f.ring_consumed = p.consumed;
-      }
-      l.inflight[(l.inflight_head + l.inflight_count) % l.inflight.size()] = f;
-      ++l.inflight_count;
       ++l.next_send_bn;
       ChannelMetrics::add(metrics_.batches_sent);
     }
@@ -361,17 +295,9 @@ size_t Leader::poll_link(Shard& s, Link& l) noexcept {
                             seq, acked, newest));
       return n;
     }
-    while (l.inflight_count > 0 && l.inflight[l.inflight_head].last_seq <= seq) {
-      const InFlight& f = l.inflight[l.inflight_head];
-      if (f.large)
-        l.large_busy = false;
-      else
-        l.ring_space.release(f.ring_consumed);
-      l.inflight_head = (l.inflight_head + 1) % l.inflight.size();
-      --l.inflight_count;
-    }
+    l.retire(seq);
     if (l.inflight_count == 0)  // skip batches the follower already has
-      while (l.next_send_bn < s.end_bn && desc(s, l.next_send_bn).last_seq() <= seq)
+      while (l.next_send_bn < s.window.end_bn() && s.window.desc(l.next_send_bn).last_seq() <= seq)
         ++l.next_send_bn;
     l.acked_seq.store(seq, std::memory_order_release);
   }
@@ -397,8 +323,10 @@ void Leader::update_committed(Shard& s) noexcept {
     s.committed.store(c, std::memory_order_release);
   const uint64_t committed = s.committed.load(std::memory_order_relaxed);
   const uint64_t now = mono_ns();
-  while (s.latency_bn < s.end_bn && desc(s, s.latency_bn).last_seq() <= committed) {
-    const BatchDesc& d = desc(s, s.latency_bn);
+  // Batches evicted before their commit was seen are not timed.
+  if (s.latency_bn < s.window.first_bn()) s.latency_bn = s.window.first_bn();
+  while (s.latency_bn < s.window.end_bn() && s.window.desc(s.latency_bn).last_seq() <= committed) {
+    const BatchDesc& d = s.window.desc(s.latency_bn);
     metrics_.ack_latency_ns.record(now - d.t0_ns, d.count);
     ++s.latency_bn;
   }
@@ -414,13 +342,9 @@ void Leader::link_down(Shard& s, Link& l, std::string_view why) noexcept {
   l.conn.reset();
   l.up.store(false, std::memory_order_release);
   l.down_since_ns.store(mono_ns(), std::memory_order_release);
-  l.inflight_count = 0;
-  l.inflight_head = 0;
-  l.large_busy = false;
-  l.stalled = false;
+  l.reset_flow();
   l.wal_catchup = false;
   l.shipping = false;
-  l.ring_space.reset();
 }
 
 size_t Leader::progress_locked(Shard& s) noexcept {
@@ -453,8 +377,8 @@ size_t Leader::progress() noexcept {
       const Link& l = *sp->links[i];
       lag[i] += last - std::min(last, l.acked_seq.load(std::memory_order_relaxed));
       if (l.up.load(std::memory_order_relaxed))
-        shard_depth =
-            std::max<uint64_t>(shard_depth, sp->end_bn - l.next_send_bn + l.inflight_count);
+        shard_depth = std::max<uint64_t>(shard_depth,
+                                         sp->window.end_bn() - l.next_send_bn + l.inflight_count);
     }
     depth += shard_depth;
   }
@@ -591,7 +515,7 @@ Status Leader::wait_all_acked(std::chrono::milliseconds timeout) {
 void Leader::close() noexcept {
   if (closed_.exchange(true)) return;
   stop_threads();
-  if (catchup_.joinable()) catchup_.join();
+  if (catchup_) catchup_->stop();
   for (auto& sp : shards_) {
     std::lock_guard lock(sp->mu);
     for (auto& l : sp->links)

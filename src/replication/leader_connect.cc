@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "batch_limits.h"
 #include "leader.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
@@ -43,7 +44,7 @@ bool Leader::try_connect(Shard& s, Link& l) noexcept {
   hello.shard_count = options_.shards;
   hello.queue_depth = options_.queue_depth;
   hello.ring_bytes = options_.ring_bytes;
-  hello.large_bytes = large_bytes_;
+  hello.large_bytes = large_buffer_bytes(options_);
   co.app_data = encode(hello);
   co.send_queue_depth = options_.queue_depth + 8;
   co.recv_queue_depth = options_.queue_depth + 8;
@@ -64,32 +65,8 @@ bool Leader::try_connect(Shard& s, Link& l) noexcept {
                        options_.reconnect_max_interval.count()));
     return false;
   }
-  const auto& info = (*conn)->peer();
-  auto fh = parse_follower_hello(info.app_data, peer.to_string());
-  Status st = fh.ok() ? ok_status() : Status(fh.error());
-  if (st.ok() && fh->shard_count != options_.shards)
-    st = Error(Errc::invalid_argument,
-               fmt::format("follower {} has {} shards but this leader has {}; configure the same "
-                           "ChannelOptions::shards on both",
-                           peer.to_string(), fh->shard_count, options_.shards));
-  if (st.ok() && (fh->ring_bytes < options_.ring_bytes || fh->large_bytes < large_bytes_))
-    st = Error(Errc::invalid_argument,
-               fmt::format("follower {} has ring_bytes {} / large-record buffer {} but this leader "
-                           "needs at least {} / {}; use the same ring_bytes and max_value_bytes on "
-                           "both",
-                           peer.to_string(), fh->ring_bytes, fh->large_bytes, options_.ring_bytes,
-                           large_bytes_));
-  if (st.ok() && fh->queue_depth < options_.queue_depth)
-    st = Error(Errc::invalid_argument,
-               fmt::format("follower {} posts {} receives but this leader keeps up to {} batches "
-                           "in flight; use the same queue_depth on both",
-                           peer.to_string(), fh->queue_depth, options_.queue_depth));
-  if (st.ok() && info.regions.size() != 2 * size_t{kBufferGenerations} * options_.shards)
-    st = Error(Errc::protocol_error,
-               fmt::format("follower {} advertised {} regions, expected {} (two rings and two "
-                           "large-record buffers per shard)",
-                           peer.to_string(), info.regions.size(),
-                           2 * kBufferGenerations * options_.shards));
+  const auto fh = parse_follower_hello((*conn)->peer().app_data, peer.to_string());
+  Status st = check_hello(peer, (*conn)->peer(), fh);
   if (st.ok()) {
     std::lock_guard lock(s.mu);
     if (closed_.load()) return false;
@@ -106,12 +83,41 @@ bool Leader::try_connect(Shard& s, Link& l) noexcept {
   return true;
 }
 
+Status Leader::check_hello(const transport::Endpoint& peer, const transport::PeerInfo& info,
+                           const Result<FollowerHello>& fh) const {
+  Status st = fh.ok() ? ok_status() : Status(fh.error());
+  if (st.ok() && fh->shard_count != options_.shards)
+    st = Error(Errc::invalid_argument,
+               fmt::format("follower {} has {} shards but this leader has {}; configure the same "
+                           "ChannelOptions::shards on both",
+                           peer.to_string(), fh->shard_count, options_.shards));
+  if (st.ok() &&
+      (fh->ring_bytes < options_.ring_bytes || fh->large_bytes < large_buffer_bytes(options_)))
+    st = Error(Errc::invalid_argument,
+               fmt::format("follower {} has ring_bytes {} / large-record buffer {} but this leader "
+                           "needs at least {} / {}; use the same ring_bytes and max_value_bytes on "
+                           "both",
+                           peer.to_string(), fh->ring_bytes, fh->large_bytes, options_.ring_bytes,
+                           large_buffer_bytes(options_)));
+  if (st.ok() && fh->queue_depth < options_.queue_depth)
+    st = Error(Errc::invalid_argument,
+               fmt::format("follower {} posts {} receives but this leader keeps up to {} batches "
+                           "in flight; use the same queue_depth on both",
+                           peer.to_string(), fh->queue_depth, options_.queue_depth));
+  if (st.ok() && info.regions.size() != 2 * size_t{kBufferGenerations} * options_.shards)
+    st = Error(Errc::protocol_error,
+               fmt::format("follower {} advertised {} regions, expected {} (two rings and two "
+                           "large-record buffers per shard)",
+                           peer.to_string(), info.regions.size(),
+                           2 * kBufferGenerations * options_.shards));
+  return st;
+}
+
 Status Leader::install(Shard& s, Link& l, std::unique_ptr<transport::Connection> conn,
                        const FollowerHello& hello) {
   const auto& peer = options_.peers[l.follower];
   const uint64_t resume = hello.applied[s.index];
-  const uint64_t sealed_last =
-      (s.open_active ? s.open.first_seq() : s.next_seq.load(std::memory_order_relaxed)) - 1;
+  const uint64_t sealed_last = s.sealed_last();
   if (resume > sealed_last)
     return Error(Errc::protocol_error,
                  fmt::format("follower {} reports shard {} applied through seq {}, but this leader "
@@ -124,15 +130,14 @@ Status Leader::install(Shard& s, Link& l, std::unique_ptr<transport::Connection>
                              "durability=batch to rule this out",
                              peer.to_string(), s.index, resume, sealed_last,
                              options_.wal_dir.empty() ? "no log" : to_string(options_.durability)));
-  uint64_t bn = s.end_bn;
-  bool from_wal = false;
+  uint64_t bn = s.window.end_bn();
+  bool from_wal = false;  // older than the window: streamed from the log first
   if (resume < sealed_last) {
-    bn = s.first_bn;
-    while (bn < s.end_bn && desc(s, bn).last_seq() <= resume) ++bn;
-    from_wal = (bn == s.end_bn || desc(s, bn).first_seq > resume + 1) && wal_;
-    if (!from_wal && (bn == s.end_bn || desc(s, bn).first_seq > resume + 1)) {
-      const uint64_t oldest =
-          s.first_bn < s.end_bn ? desc(s, s.first_bn).first_seq : sealed_last + 1;
+    bn = s.window.first_after(resume);
+    const bool held = s.window.holds_next(bn, resume);
+    from_wal = !held && wal_;
+    if (!held && !wal_) {
+      const uint64_t oldest = s.window.first_seq(sealed_last + 1);
       return Error(
           Errc::not_found,
           fmt::format("follower {} needs shard {} from seq {} but this leader retains only "
@@ -150,19 +155,16 @@ Status Leader::install(Shard& s, Link& l, std::unique_ptr<transport::Connection>
   l.ring = conn->peer().regions[gen * n + s.index];
   l.large = conn->peer().regions[(kBufferGenerations + gen) * n + s.index];
   l.conn = std::move(conn);
-  l.ring_space.reset();
-  l.inflight_head = l.inflight_count = 0;
-  l.large_busy = false;
-  l.stalled = false;
+  l.reset_flow();
   l.next_send_bn = bn;
   l.wal_catchup = from_wal;
   l.shipping = false;
-  ++l.generation;  // older than the window: streamed from the log first
+  ++l.generation;
   l.acked_seq.store(resume, std::memory_order_release);
   l.up.store(true, std::memory_order_release);
   if (l.ever_connected) ChannelMetrics::add(metrics_.reconnects);
-  if (bn < s.end_bn && l.ever_connected)
-    ChannelMetrics::add(metrics_.batches_resent, s.end_bn - bn);
+  if (bn < s.window.end_bn() && l.ever_connected)
+    ChannelMetrics::add(metrics_.batches_resent, s.window.end_bn() - bn);
   l.ever_connected = true;
   send_pending(s);
   return ok_status();

@@ -4,6 +4,7 @@
 // docs/replication.md, "Live knobs".
 #include <algorithm>
 
+#include "batch_limits.h"
 #include "leader.h"
 #include "rdmarepl/replication/detail/batch_format.h"
 
@@ -43,12 +44,6 @@ void Leader::lock_as_writer(Shard& s, std::unique_lock<std::mutex>& lock) noexce
   s.writers_waiting.fetch_sub(1, std::memory_order_relaxed);
 }
 
-bool Leader::within_pool(const Shard& s, uint64_t len) const noexcept {
-  // An empty window always takes the entry, so a limit can never block a shard for good.
-  return s.space.used() == 0 ||
-         s.space.used() + len <= window_limit_.load(std::memory_order_relaxed);
-}
-
 size_t Leader::progress_worker(uint32_t worker, uint32_t workers) noexcept {
   // Worker 0 sweeps every shard and refreshes the channel-wide metrics (queue depth, lag);
   // worker w > 0 drives the shards i with i % workers == w. The per-shard lock is only
@@ -66,12 +61,11 @@ size_t Leader::progress_worker(uint32_t worker, uint32_t workers) noexcept {
 
 void Leader::limit_engine_knobs(const tuning::Knobs& want, tuning::Knobs& eff) const {
   // Batches must fit a quarter of a follower's ring, and the retained window must keep room
-  // for two of the largest records plus two batches (the same rules as validate()).
-  const uint64_t two_large = 2 * large_bytes_;
-  const uint64_t batch_max = std::min<uint64_t>(
-      options_.ring_bytes / 4,
-      options_.retain_bytes > two_large ? (options_.retain_bytes - two_large) / 2 : 256);
-  eff.batch_bytes = std::clamp<uint64_t>(want.batch_bytes, 256, std::max<uint64_t>(256, batch_max));
+  // for two of the largest records plus two batches (the rules of validate(), in
+  // batch_limits.h).
+  const uint64_t batch_max = std::max(
+      kMinBatchBytes, std::min(max_live_batch_bytes(options_), window_batch_limit(options_)));
+  eff.batch_bytes = std::clamp<uint64_t>(want.batch_bytes, kMinBatchBytes, batch_max);
   eff.flush_delay_us = std::min<uint32_t>(want.flush_delay_us, 1'000'000);
   // Poller threads: at most one per shard; none to add in manual mode (the store polls).
   eff.shards = options_.polling == PollingMode::manual
@@ -79,7 +73,7 @@ void Leader::limit_engine_knobs(const tuning::Knobs& want, tuning::Knobs& eff) c
                    : std::clamp<uint32_t>(want.shards, 1, options_.shards);
   // The usable part of the retained windows, which were registered at create().
   const uint64_t per_shard_min =
-      std::min<uint64_t>(options_.retain_bytes, two_large + 2 * eff.batch_bytes);
+      std::min<uint64_t>(options_.retain_bytes, min_window_bytes(options_, eff.batch_bytes));
   const uint64_t per_shard =
       std::clamp<uint64_t>(want.pool_bytes / options_.shards, per_shard_min, options_.retain_bytes);
   eff.pool_bytes = per_shard / kBatchAlign * kBatchAlign * options_.shards;

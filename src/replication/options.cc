@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "batch_limits.h"
 #include "imm.h"
 #include "rdmarepl/features.h"
 #include "rdmarepl/replication/channel_metrics.h"
@@ -95,11 +96,11 @@ Status validate(const ChannelOptions& o) {
         fmt::format("ChannelOptions::ring_bytes = {} must be a multiple of 8 between 64 KiB "
                     "and 8 GiB",
                     o.ring_bytes));
-  if (o.batch_bytes < 256 || o.batch_bytes > o.ring_bytes / 4)
+  if (o.batch_bytes < detail::kMinBatchBytes || o.batch_bytes > detail::max_live_batch_bytes(o))
     return bad(
-        fmt::format("ChannelOptions::batch_bytes = {} must be between 256 and ring_bytes/4 "
+        fmt::format("ChannelOptions::batch_bytes = {} must be between {} and ring_bytes/4 "
                     "= {}; raise ring_bytes or lower batch_bytes",
-                    o.batch_bytes, o.ring_bytes / 4));
+                    o.batch_bytes, detail::kMinBatchBytes, detail::max_live_batch_bytes(o)));
   if (o.max_value_bytes > (uint64_t{1} << 31))
     return bad(fmt::format("ChannelOptions::max_value_bytes = {} exceeds the 2 GiB limit",
                            o.max_value_bytes));
@@ -144,12 +145,8 @@ Status validate(const ChannelOptions& o) {
           fmt::format("ChannelOptions::wal_segment_bytes = {} is out of range; use 1 MiB "
                       "..1 TiB",
                       o.wal_segment_bytes));
-    // A normal batch is under the batch size (which apply_knobs() may raise to ring_bytes / 4)
-    // plus one record that is not large (at most ring_bytes / 4); a large record travels
-    // alone.
-    const uint64_t largest =
-        std::max<uint64_t>(single_record_batch_size(kMaxKeyBytes, o.max_value_bytes),
-                           std::max<uint64_t>(o.batch_bytes, o.ring_bytes / 4) + o.ring_bytes / 4);
+    // Under any batch size apply_knobs() may set (batch_limits.h).
+    const uint64_t largest = detail::max_batch_bytes(o);
     if (largest > wal::kMaxFramePayload)
       return bad(fmt::format(
           "with wal_dir set a batch must fit one WAL frame ({} bytes) but "
@@ -199,8 +196,7 @@ Status validate(const ChannelOptions& o) {
           fmt::format("a leader with ack_mode={} needs at least one follower in "
                       "ChannelOptions::peers (or use ack_mode=none)",
                       to_string(o.ack_mode)));
-    const size_t large = single_record_batch_size(kMaxKeyBytes, o.max_value_bytes);
-    const size_t need = 2 * large + 2 * o.batch_bytes;
+    const uint64_t need = detail::min_window_bytes(o, o.batch_bytes);
     if (o.retain_bytes < need || o.retain_bytes % kBatchAlign != 0)
       return bad(
           fmt::format("ChannelOptions::retain_bytes = {} is too small: it must hold two of "

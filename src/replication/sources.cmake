@@ -12,8 +12,11 @@ list(APPEND RDMAREPL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/commit_callbacks.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_callbacks.cc
+  ${CMAKE_CURRENT_LIST_DIR}/leader_catchup.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_connect.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_knobs.cc
+  ${CMAKE_CURRENT_LIST_DIR}/leader_link.cc
+  ${CMAKE_CURRENT_LIST_DIR}/leader_ship.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_wal.cc
   ${CMAKE_CURRENT_LIST_DIR}/options.cc
   ${CMAKE_CURRENT_LIST_DIR}/registered_buffer.cc

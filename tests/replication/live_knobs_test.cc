@@ -1,19 +1,25 @@
-// Live knobs: apply_knobs() limits and counting, and a tuner that moves every knob at random
-// every few milliseconds while several writers load the channel: every follower must apply
-// every record of every key exactly once and in order.
+// Live knobs: apply_knobs() limits and counting, a batch size raised while a follower is
+// caught up from the leader's log, and a tuner that moves every knob at random every few
+// milliseconds while several writers load the channel: every follower must apply every
+// record of every key exactly once and in order.
 #include <catch2/catch.hpp>
 
 #include <atomic>
 #include <charconv>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <random>
 #include <thread>
 
+#include "log_capture.h"
 #include "loopback_options.h"
 #include "loopback_transport.h"
+#include "rdmarepl/core/clock.h"
 #include "rdmarepl/rdmarepl.h"
+#include "rdmarepl/wal/reader.h"
 #include "test_store.h"
+#include "wal/wal_test_util.h"
 
 using namespace rdmarepl;
 using namespace std::chrono_literals;
@@ -294,4 +300,223 @@ TEST_CASE("a tuner moving every knob at random under load keeps every key's orde
     CHECK(fs.applied == uint64_t{kWriters} * kPerWriter);
     CHECK(fs.last == expected);
   }
+}
+
+namespace {
+
+// A follower store that checks per-key order (OrderStore), keeps the data (MapStore, for the
+// digest) and can hold its applier: while the gate is closed, apply() waits, so the follower
+// acknowledges nothing and a leader catching it up waits with one batch in flight.
+struct GatedStore {
+  OrderStore order;
+  MapStore map;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = true;
+  bool waited = false;  // apply() was called while the gate was closed
+
+  void apply(const replication::Record& r) {
+    {
+      std::unique_lock lock(mu);
+      if (!open) {
+        waited = true;
+        cv.notify_all();
+        cv.wait(lock, [&] { return open; });
+      }
+    }
+    order.apply(r);
+    map.apply(r);
+  }
+  void set_open(bool o) {
+    std::lock_guard lock(mu);
+    open = o;
+    cv.notify_all();
+  }
+  bool wait_waited(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, timeout, [&] { return waited; });
+  }
+};
+
+// Opens the gate on scope exit, so that a failed check never leaves the follower's applier
+// (and with it the follower's close()) blocked.
+struct GateOpener {
+  GatedStore& store;
+  ~GateOpener() { store.set_open(true); }
+};
+
+}  // namespace
+
+// The larger batches are read back from the log and sent; every record arrives in order and
+// catch-up ends.
+TEST_CASE("a batch size raised while a follower is caught up from the log", "[knobs][durability]") {
+  wal::test::TempDir ldir;
+  auto fabric = std::make_shared<LoopbackFabric>();
+  ChannelOptions o = test::loopback_options();
+  o.shards = 1;
+  o.ring_bytes = 1 << 20;  // apply_knobs() may raise batch_bytes up to 256 KiB
+  o.batch_bytes = 16 * 1024;
+  o.max_value_bytes = 64 * 1024;
+  o.retain_bytes = 1 << 20;  // the away follower falls out of the window quickly
+  o.ack_mode = AckMode::one;
+  o.durability = replication::Durability::batch;
+  o.wal_segment_bytes = 4 << 20;
+  auto fo = test::loopback_follower(o, 31200);
+  auto follower = [&](uint16_t port, GatedStore& store) {
+    fo.listen.port = port;
+    auto f = Channel<GatedStore>::create(fo, store, std::make_unique<LoopbackTransport>(fabric));
+    INFO((f.ok() ? std::string() : f.error().message()));
+    REQUIRE(f.ok());
+    return std::move(f).value();
+  };
+  auto f1store = std::make_unique<GatedStore>();
+  auto f1 = follower(31200, *f1store);
+  auto f2store = std::make_unique<GatedStore>();
+  auto f2 = follower(31201, *f2store);
+  auto lo = o;
+  lo.role = Role::leader;
+  lo.wal_dir = ldir.path();
+  lo.peers = {{"loopback", 31200}, {"loopback", 31201}};
+  MapStore expected;
+  auto leader =
+      Channel<MapStore>::create(lo, expected, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(leader.ok());
+  auto& ch = **leader;
+
+  std::map<std::string, uint64_t> counters;
+  auto write = [&](const std::string& key, size_t pad) {
+    const uint64_t n = ++counters[key];
+    std::string value = std::to_string(n) + ":";
+    value.append(pad, static_cast<char>('a' + n % 26));
+    expected.put(key, value);
+    const auto w = ch.replicate(key, value);
+    REQUIRE(w.ok());
+    return w.ticket;
+  };
+  for (int i = 0; i < 300; ++i) write("k" + std::to_string(i % 50), 400);
+  REQUIRE(ch.wait_all_acked(30s).ok());
+
+  // The second follower goes away while about 2 MiB are written (the window holds 1 MiB),
+  // and comes back empty: it needs seq 1 on, which only the log holds.
+  f2.reset();
+  Ticket last{};
+  for (int i = 0; i < 4000; ++i) last = write("k" + std::to_string(i % 50), 500);
+  REQUIRE(ch.wait(last, 30s).ok());
+  f2store = std::make_unique<GatedStore>();
+  f2store->set_open(false);
+  GateOpener opener{*f2store};
+  f2 = follower(31201, *f2store);
+  // Its first batch from the log arrived: catch-up is under way (and holds until the gate
+  // opens).
+  REQUIRE(f2store->wait_waited(30s));
+
+  // Now larger batches: 256 KiB, sealed at the first record that reaches it, so with records
+  // of 60 KB each batch holds five (about 300 KB), and the flush delay does not cut them
+  // short. The window turns over again, so the first of them are read back from the log.
+  tuning::Knobs k = ch.knobs();
+  k.batch_bytes = o.ring_bytes / 4;
+  k.flush_delay_us = 200'000;
+  REQUIRE(ch.apply_knobs(k).ok());
+  REQUIRE(ch.knobs().batch_bytes == o.ring_bytes / 4);
+  for (int i = 0; i < 40; ++i) last = write("big" + std::to_string(i % 7), 60'000);
+  for (int i = 0; i < 200; ++i) last = write("k" + std::to_string(i % 50), 500);
+  REQUIRE(ch.wait(last, 30s).ok());
+  // Still catching up, behind every large batch.
+  REQUIRE(f2->applied_seq(0) < 4300);
+  const uint64_t resent_before = ch.metrics().batches_resent;
+  f2store->set_open(true);
+
+  // Catch-up ends within a bounded time (it must not loop on a batch it cannot send).
+  auto st = ch.wait_all_acked(30s);
+  INFO((st.ok() ? std::string() : st.error().message()));
+  REQUIRE(st.ok());
+  CHECK(ch.metrics().batches_resent > resent_before);
+  for (auto* fs : {f1store.get(), f2store.get()}) {
+    std::lock_guard lock(fs->order.mu);
+    INFO(fs->order.first_violation);
+    CHECK(fs->order.violations == 0);
+    CHECK(fs->order.applied == ch.last_seq(0));
+    CHECK(fs->order.last == counters);
+  }
+  CHECK(f1store->map.digest() == expected.digest());
+  CHECK(f2store->map.digest() == expected.digest());
+
+  // The log does hold batches above the batch size the channel was created with plus a
+  // quarter ring: the case a staging buffer sized from the created batch size missed.
+  ch.close();
+  auto reader = wal::LogReader::open(ldir.path(), nullptr);
+  REQUIRE(reader.ok());
+  size_t largest = 0;
+  wal::Frame f;
+  while (*reader->next(&f)) largest = std::max(largest, f.payload.size());
+  CHECK(largest > o.batch_bytes + o.ring_bytes / 4);
+}
+
+// A log written under a larger ring holds batches larger than a leader restarted with a
+// smaller one can send: the follower that needs them gets an error naming the fix, and
+// catch-up does not retry the batch forever.
+TEST_CASE("a logged batch larger than the options allow fails catch-up with a clear error",
+          "[knobs][durability]") {
+  wal::test::TempDir ldir;
+  auto fabric = std::make_shared<LoopbackFabric>();
+  ChannelOptions o = test::loopback_options();
+  o.shards = 1;
+  o.ring_bytes = 1 << 20;
+  o.batch_bytes = 16 * 1024;
+  o.max_value_bytes = 64 * 1024;
+  o.retain_bytes = 1 << 20;
+  o.ack_mode = AckMode::none;  // the follower is not there yet
+  o.durability = replication::Durability::batch;
+  o.wal_segment_bytes = 4 << 20;
+  auto lo = o;
+  lo.role = Role::leader;
+  lo.wal_dir = ldir.path();
+  lo.peers = {{"loopback", 31210}};
+  {
+    MapStore store;
+    auto leader = Channel<MapStore>::create(lo, store, std::make_unique<LoopbackTransport>(fabric));
+    REQUIRE(leader.ok());
+    auto& ch = **leader;
+    tuning::Knobs k = ch.knobs();
+    k.batch_bytes = o.ring_bytes / 4;  // batches of five 60 KB records, about 300 KB
+    k.flush_delay_us = 200'000;
+    REQUIRE(ch.apply_knobs(k).ok());
+    Ticket last{};
+    for (int i = 0; i < 40; ++i) {
+      auto w = ch.replicate("big" + std::to_string(i), std::string(60'000, 'b'));
+      REQUIRE(w.ok());
+      last = w.ticket;
+    }
+    k.batch_bytes = o.batch_bytes;
+    REQUIRE(ch.apply_knobs(k).ok());
+    // Then more than the window: the large batches stay only in the log.
+    for (int i = 0; i < 4000; ++i) {
+      auto w = ch.replicate("k" + std::to_string(i % 50), std::string(500, 'k'));
+      REQUIRE(w.ok());
+      last = w.ticket;
+    }
+    REQUIRE(ch.wait(last, 30s).ok());
+  }
+  // Restarted with a quarter of the ring: its largest batch is the large-record buffer.
+  lo.ring_bytes = o.ring_bytes / 4;
+  lo.batch_bytes = 16 * 1024;
+  test::LogCapture logs;
+  MapStore lstore;
+  auto leader = Channel<MapStore>::create(lo, lstore, std::make_unique<LoopbackTransport>(fabric));
+  INFO((leader.ok() ? std::string() : leader.error().message()));
+  REQUIRE(leader.ok());
+  auto fo = test::loopback_follower(o, 31210);
+  fo.ring_bytes = lo.ring_bytes;
+  MapStore fstore;
+  auto follower =
+      Channel<MapStore>::create(fo, fstore, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(follower.ok());
+  const Deadline d = Deadline::after(20s);
+  while (!logs.contains("the largest batch these options allow") && !d.expired())
+    std::this_thread::sleep_for(10ms);
+  CHECK(logs.contains("the largest batch these options allow",
+                      "restart this leader with the "
+                      "options that wrote the log"));
+  CHECK((*follower)->applied_seq(0) == 0);
+  CHECK(fstore.size() == 0);
 }

@@ -1,0 +1,75 @@
+// One follower as seen from one leader shard: its connection, the ring and large-record
+// buffer it writes to, the ring credits and the batches in flight, and its acknowledged seq.
+// Fields without atomics are guarded by the shard's lock. post_batch() is the one way a
+// batch reaches a follower, live from the retained window or read back from the log.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rdmarepl/transport/transport.h"
+#include "ring_space.h"
+
+namespace rdmarepl::replication::detail {
+
+struct InFlight {
+  uint64_t last_seq = 0;
+  uint64_t ring_consumed = 0;  // 0 for a batch in the large-record buffer
+  bool large = false;
+};
+
+struct Link {
+  uint32_t follower = 0;
+  std::unique_ptr<transport::Connection> conn;
+  transport::RemoteRegion ring;
+  transport::RemoteRegion large;
+  RingSpace ring_space;
+  std::vector<InFlight> inflight;  // circular, queue_depth entries
+  size_t inflight_head = 0;
+  size_t inflight_count = 0;
+  bool large_busy = false;
+  bool stalled = false;
+  uint64_t next_send_bn = 0;
+  std::atomic<uint64_t> acked_seq{0};
+  std::atomic<bool> up{false};
+  std::atomic<uint64_t> down_since_ns{0};
+  bool ever_connected = false;
+  // Its resume point is older than the retained window: batches come from the write-ahead
+  // log (catch-up thread) until the window reaches it; send_pending() skips it meanwhile.
+  bool wal_catchup = false;
+  uint64_t generation = 0;  // connections installed so far (a catch-up pass is per connection)
+  // A checkpoint is being shipped on this connection (catch-up thread); the follower's
+  // replies to its chunks so far and the last one (poll_link()).
+  bool shipping = false;
+  uint32_t ship_replies = 0;
+  uint32_t ship_reply = 0;
+  // Control thread only.
+  uint64_t next_attempt_ns = 0;
+  uint64_t backoff_ns = 0;  // wait after the last failed attempt; 0 after a success
+  std::string last_error;
+
+  enum class Post : uint8_t {
+    posted,
+    no_room,       // no ring credit, the large-record buffer busy, or no receive of slack
+    queue_full,    // the send queue is full: try again later
+    disconnected,  // the connection failed
+    refused,       // the transport refused the request
+  };
+
+  // Posts one batch of `len` bytes at `local` (registered with `lkey`) into the follower's
+  // large-record buffer (`large`) or ring, when it has room for it and two receives of slack
+  // (the follower posts queue_depth + 4), and records it in flight until an acknowledgement
+  // of `last_seq` retires it.
+  Post post_batch(const std::byte* local, uint32_t lkey, uint64_t len, bool large_batch,
+                  uint64_t last_seq, uint64_t wr_id) noexcept;
+  // Retires the batches in flight that an acknowledgement of `seq` covers: their ring credit
+  // or the large-record buffer is free again.
+  void retire(uint64_t seq) noexcept;
+  // Forgets everything in flight and the ring arithmetic (a connection went or came).
+  void reset_flow() noexcept;
+};
+
+}  // namespace rdmarepl::replication::detail

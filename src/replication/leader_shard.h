@@ -1,0 +1,56 @@
+// One shard of the leader: its retained window, the open batch being encoded into it, its
+// seqs and commit point, and one Link per follower. Fields without atomics are guarded by
+// `mu`. See docs/replication.md, "The data path on the leader".
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "leader_link.h"
+#include "rdmarepl/replication/detail/batch_format.h"
+#include "registered_buffer.h"
+#include "retained_window.h"
+
+namespace rdmarepl::replication::detail {
+
+struct Shard {
+  std::mutex mu;
+  uint32_t index = 0;
+  RetainedWindow window;
+  RegisteredBuffer ack_target;  // what followers' imm-only acks are addressed to
+  RegisteredBuffer staging;     // one batch read back from the log (catch-up), with wal_dir
+  uint64_t latency_bn = 0;      // next batch whose commit latency is not yet recorded
+  BatchBuilder open;
+  bool open_active = false;
+  bool open_large = false;  // the open batch holds one record for the large-record buffer
+  uint64_t open_offset = 0;
+  uint64_t open_consumed = 0;
+  uint64_t open_t0 = 0;
+  std::atomic<uint64_t> next_seq{1};
+  std::atomic<uint64_t> committed{0};
+  // Value sizes accepted (written under mu, read by the tuner's observer).
+  std::atomic<uint64_t> value_count{0};
+  std::atomic<double> value_sum{0};
+  std::atomic<double> value_sq{0};
+  // Writers blocked on mu: a blocking poller does not start a wait while one is.
+  std::atomic<uint32_t> writers_waiting{0};
+  uint64_t durable_bn = 0;  // first batch not yet known durable (write-ahead log)
+  uint64_t durable_seq = 0;
+  std::vector<std::unique_ptr<Link>> links;
+
+  // The last seq of a sealed batch (the open batch's records are not sealed yet).
+  [[nodiscard]] uint64_t sealed_last() const noexcept {
+    return (open_active ? open.first_seq() : next_seq.load(std::memory_order_relaxed)) - 1;
+  }
+  // Where a follower resuming after `resume` continues: the window's batch number, or
+  // nullopt when the window no longer reaches back that far.
+  [[nodiscard]] std::optional<uint64_t> window_resume(uint64_t resume) const noexcept {
+    if (resume >= sealed_last()) return window.end_bn();
+    return window.find_after(resume);
+  }
+};
+
+}  // namespace rdmarepl::replication::detail

@@ -1,0 +1,129 @@
+// The retained window of one leader shard: the registered buffer its batches are encoded
+// into and sent from, kept until no connected follower needs them, and their descriptors,
+// circular by batch number. The caller holds the shard's lock. See docs/replication.md,
+// "The data path on the leader".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "registered_buffer.h"
+#include "ring_space.h"
+
+namespace rdmarepl::replication::detail {
+
+struct BatchDesc {
+  uint64_t offset = 0;    // in the window
+  uint64_t len = 0;       // padded batch size
+  uint64_t consumed = 0;  // window bytes, skipped tail included
+  uint64_t first_seq = 0;
+  uint32_t count = 0;
+  bool large = false;
+  uint64_t t0_ns = 0;  // when its first record was accepted
+  uint64_t lsn = 0;    // its write-ahead log ticket (0 without a log or when recovered)
+  [[nodiscard]] uint64_t last_seq() const noexcept { return first_seq + count - 1; }
+};
+
+class RetainedWindow {
+ public:
+  enum class Room : uint8_t { ok, evicted, stalled };
+
+  RetainedWindow() = default;
+  // `max_batches` descriptors: the window evicts by count as well as by bytes.
+  RetainedWindow(RegisteredBuffer buffer, size_t max_batches)
+      : buffer_(std::move(buffer)), space_(buffer_.size()), descs_(max_batches) {}
+
+  [[nodiscard]] BatchDesc& desc(uint64_t bn) noexcept { return descs_[bn % descs_.size()]; }
+  [[nodiscard]] const BatchDesc& desc(uint64_t bn) const noexcept {
+    return descs_[bn % descs_.size()];
+  }
+  [[nodiscard]] uint64_t first_bn() const noexcept { return first_bn_; }  // oldest retained
+  [[nodiscard]] uint64_t end_bn() const noexcept { return end_bn_; }      // next to seal
+  [[nodiscard]] std::byte* data() const noexcept { return buffer_.data(); }
+  [[nodiscard]] size_t size() const noexcept { return buffer_.size(); }
+  [[nodiscard]] uint32_t lkey() const noexcept { return buffer_.lkey(); }
+  // The byte accounting; the open batch grows in place through it.
+  [[nodiscard]] RingSpace& space() noexcept { return space_; }
+
+  // Appends the descriptor of a batch sealed (or recovered) at the newest placement.
+  void push(const BatchDesc& d) noexcept {
+    desc(end_bn_) = d;
+    ++end_bn_;
+  }
+
+  // Evicts the oldest batch when `evictable(desc)` allows it.
+  template <class Evictable>
+  bool evict_oldest(Evictable&& evictable) noexcept {
+    if (first_bn_ == end_bn_) return false;
+    const BatchDesc& d = desc(first_bn_);
+    if (!evictable(d)) return false;
+    space_.release(d.consumed);
+    ++first_bn_;
+    return true;
+  }
+
+  // Makes `len` contiguous bytes placeable (and a descriptor slot free) with at most `limit`
+  // bytes in use, evicting the oldest batches that `evictable` allows. An empty window always
+  // takes the entry, so a limit can never block a shard for good.
+  template <class Evictable>
+  Room make_room(uint64_t len, uint64_t limit, Evictable&& evictable) noexcept {
+    bool evicted = false;
+    for (;;) {
+      const bool slot = end_bn_ - first_bn_ < descs_.size();
+      const bool within = space_.used() == 0 || space_.used() + len <= limit;
+      if (slot && space_.where(len) && within) return evicted ? Room::evicted : Room::ok;
+      if (!evict_oldest(evictable)) return Room::stalled;
+      evicted = true;
+    }
+  }
+
+  // Lets the newest entry (the open batch) grow by `delta` in place by evicting the oldest
+  // batches, when they are what stands right after it. Without this the open batch could
+  // only grow into the space a make_room() had freed for it, so once the window had wrapped
+  // every batch was sealed at about the size of the batch it replaced, and batches sealed
+  // small (by the flush delay at start-up) stayed small for the rest of the run.
+  template <class Evictable>
+  bool extend_room(uint64_t delta, Evictable&& evictable) noexcept {
+    while (!space_.can_extend(delta)) {
+      // Free space after the newest entry reaches the end of the window: evicting frees
+      // space at its start, which does not help; the batch is sealed and the next one wraps.
+      if (space_.head() > space_.tail()) return false;
+      if (!evict_oldest(evictable)) return false;
+    }
+    return true;
+  }
+
+  // The first retained batch with a record after `resume` (end_bn() when there is none).
+  [[nodiscard]] uint64_t first_after(uint64_t resume) const noexcept {
+    uint64_t bn = first_bn_;
+    while (bn < end_bn_ && desc(bn).last_seq() <= resume) ++bn;
+    return bn;
+  }
+  // Whether batch `bn` (from first_after(resume)) holds the seq right after `resume`.
+  [[nodiscard]] bool holds_next(uint64_t bn, uint64_t resume) const noexcept {
+    return bn < end_bn_ && desc(bn).first_seq <= resume + 1;
+  }
+  // first_after(resume) when the window holds the seq right after `resume`; nullopt when it
+  // no longer reaches back that far (or holds nothing after it).
+  [[nodiscard]] std::optional<uint64_t> find_after(uint64_t resume) const noexcept {
+    const uint64_t bn = first_after(resume);
+    if (!holds_next(bn, resume)) return std::nullopt;
+    return bn;
+  }
+
+  // The first seq the window holds; `otherwise` when it holds none.
+  [[nodiscard]] uint64_t first_seq(uint64_t otherwise) const noexcept {
+    return first_bn_ < end_bn_ ? desc(first_bn_).first_seq : otherwise;
+  }
+
+ private:
+  RegisteredBuffer buffer_;
+  RingSpace space_;
+  std::vector<BatchDesc> descs_;
+  uint64_t first_bn_ = 0;
+  uint64_t end_bn_ = 0;
+};
+
+}  // namespace rdmarepl::replication::detail

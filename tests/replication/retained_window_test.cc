@@ -1,0 +1,123 @@
+// The leader's retained window (src/replication/retained_window.h): room by bytes, by
+// descriptor slots and by the live limit; eviction only of what the leader allows; growth of
+// the open batch in place; where a resuming follower continues.
+#include "retained_window.h"
+
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+#include "loopback_transport.h"
+
+using rdmarepl::replication::detail::BatchDesc;
+using rdmarepl::replication::detail::RegisteredBuffer;
+using rdmarepl::replication::detail::RetainedWindow;
+using Room = RetainedWindow::Room;
+
+namespace {
+
+RetainedWindow make_window(rdmarepl::test::LoopbackTransport& t, size_t bytes, size_t batches) {
+  auto b = RegisteredBuffer::create(t, bytes, rdmarepl::transport::Access::local_write, "window");
+  REQUIRE(b.ok());
+  return RetainedWindow(std::move(b).value(), batches);
+}
+
+// Places and pushes a batch of `len` bytes holding seqs first..first+count-1.
+void add(RetainedWindow& w, uint64_t len, uint64_t first, uint32_t count) {
+  const auto p = w.space().place(len);
+  BatchDesc d;
+  d.offset = p.offset;
+  d.len = len;
+  d.consumed = p.consumed;
+  d.first_seq = first;
+  d.count = count;
+  w.push(d);
+}
+
+}  // namespace
+
+TEST_CASE("the window evicts only what the leader allows, oldest first", "[window]") {
+  rdmarepl::test::LoopbackTransport t(std::make_shared<rdmarepl::test::LoopbackFabric>());
+  auto w = make_window(t, 1024, 64);
+  const auto all = [](const BatchDesc&) { return true; };
+  REQUIRE(w.make_room(400, 1024, all) == Room::ok);
+  add(w, 400, 1, 4);
+  REQUIRE(w.make_room(400, 1024, all) == Room::ok);
+  add(w, 400, 5, 4);
+  CHECK(w.first_bn() == 0);
+  CHECK(w.end_bn() == 2);
+
+  uint64_t kept_after = 4;  // seqs up to this may go
+  const auto acked = [&](const BatchDesc& d) { return d.last_seq() <= kept_after; };
+  // 224 bytes are left: a 400-byte batch needs the oldest evicted, which is allowed.
+  CHECK(w.make_room(400, 1024, acked) == Room::evicted);
+  CHECK(w.first_bn() == 1);
+  add(w, 400, 9, 4);
+  // Now the oldest (seqs 5..8) is not acknowledged: no room.
+  CHECK(w.make_room(400, 1024, acked) == Room::stalled);
+  CHECK(w.first_bn() == 1);
+  kept_after = 8;
+  CHECK(w.make_room(400, 1024, acked) == Room::evicted);
+  CHECK(w.first_bn() == 2);
+}
+
+TEST_CASE("the live limit and the descriptor slots bound the window too", "[window]") {
+  rdmarepl::test::LoopbackTransport t(std::make_shared<rdmarepl::test::LoopbackFabric>());
+  auto w = make_window(t, 4096, 2);
+  const auto all = [](const BatchDesc&) { return true; };
+  const auto none = [](const BatchDesc&) { return false; };
+  // An empty window takes an entry whatever the limit.
+  REQUIRE(w.make_room(512, 256, none) == Room::ok);
+  add(w, 512, 1, 1);
+  // Over the limit: only eviction makes room.
+  CHECK(w.make_room(256, 600, none) == Room::stalled);
+  CHECK(w.make_room(64, 600, none) == Room::ok);
+  add(w, 64, 2, 1);
+  // Two descriptors in use of two: no slot although the bytes are free.
+  CHECK(w.make_room(64, 4096, none) == Room::stalled);
+  CHECK(w.make_room(64, 4096, all) == Room::evicted);
+  CHECK(w.first_bn() == 1);
+}
+
+TEST_CASE("the open batch grows in place by evicting what stands after it", "[window]") {
+  rdmarepl::test::LoopbackTransport t(std::make_shared<rdmarepl::test::LoopbackFabric>());
+  auto w = make_window(t, 1000, 64);
+  const auto all = [](const BatchDesc&) { return true; };
+  const auto none = [](const BatchDesc&) { return false; };
+  add(w, 400, 1, 1);  // [0, 400)
+  add(w, 400, 2, 1);  // [400, 800)
+  REQUIRE(w.evict_oldest(all));
+  // The open batch (placed, not yet pushed): 300 bytes do not fit in [800, 1000), so it
+  // wraps to [0, 300), right before the oldest batch at 400.
+  REQUIRE(w.make_room(300, 1000, none) == Room::ok);
+  CHECK(w.space().place(300).offset == 0);
+  CHECK(w.extend_room(100, none));        // [300, 400) is free
+  CHECK_FALSE(w.extend_room(150, none));  // the batch at 400 is in the way
+  CHECK(w.first_bn() == 1);
+  CHECK(w.extend_room(150, all));  // evicting it makes the room
+  CHECK(w.first_bn() == 2);
+  w.space().extend(150);
+  // Nothing is left to evict: the open batch cannot grow past the window's free space.
+  CHECK_FALSE(w.extend_room(400, all));
+  CHECK(w.extend_room(350, none));
+}
+
+TEST_CASE("a resuming follower continues at the batch holding its next seq", "[window]") {
+  rdmarepl::test::LoopbackTransport t(std::make_shared<rdmarepl::test::LoopbackFabric>());
+  auto w = make_window(t, 4096, 64);
+  const auto all = [](const BatchDesc&) { return true; };
+  add(w, 256, 1, 10);   // seqs 1..10, bn 0
+  add(w, 256, 11, 10);  // 11..20, bn 1
+  add(w, 256, 21, 10);  // 21..30, bn 2
+  CHECK(w.find_after(0) == 0u);
+  CHECK(w.find_after(12) == 1u);  // mid-batch: the follower skips what it has
+  CHECK(w.find_after(20) == 2u);
+  CHECK(w.find_after(30) == std::nullopt);  // nothing after it is retained
+  CHECK(w.first_seq(99) == 1);
+  REQUIRE(w.evict_oldest(all));
+  CHECK(w.find_after(0) == std::nullopt);  // seqs 1..10 are gone
+  CHECK(w.first_after(0) == 1u);
+  CHECK_FALSE(w.holds_next(1, 0));
+  CHECK(w.find_after(10) == 1u);
+  CHECK(w.first_seq(99) == 11);
+}
