@@ -1,5 +1,7 @@
-// Connection set-up through RDMA CM (use_rdma_cm) on Soft-RoCE: ring descriptors travel in
-// the CM private data; the data path is the same as with the TCP bootstrap.
+// Connection set-up through RDMA CM (use_rdma_cm) on Soft-RoCE: the CM private data names
+// each side's handshake landing buffer, the bootstrap handshake runs over the connected QP
+// (node ids, regions, app_data, pre-shared key), and the data path is the same as with the
+// TCP bootstrap.
 #include <cstring>
 #include <future>
 
@@ -11,6 +13,23 @@ namespace {
 std::string vm_address() {
   const char* a = std::getenv("RDMAREPL_RXE_ADDR");
   return a != nullptr ? a : "10.9.0.1";
+}
+
+struct CmOutcome {
+  Result<std::unique_ptr<Connection>> client;
+  Result<std::unique_ptr<Connection>> server;
+};
+
+// Connects over RDMA CM with these options on each side; returns both sides' results.
+CmOutcome cm_connect_pair(Transport& t, ConnectionOptions so, ConnectionOptions co) {
+  auto listener = t.listen(Endpoint{vm_address(), 0});
+  REQUIRE(listener);
+  so.connect_timeout = co.connect_timeout = std::chrono::seconds(60);
+  auto accepted = std::async(std::launch::async,
+                             [&] { return (*listener)->accept(so, std::chrono::seconds(60)); });
+  auto client = t.connect((*listener)->local_endpoint(), co);
+  auto server = accepted.get();
+  return {std::move(client), std::move(server)};
 }
 
 }  // namespace
@@ -63,16 +82,99 @@ TEST_CASE("RDMA CM connects, exchanges ring descriptors and carries writes", "[v
   CHECK(s.error().is(Errc::connection_closed));
 }
 
-TEST_CASE("RDMA CM mode refuses what its private data cannot carry", "[verbs][cm]") {
+TEST_CASE("RDMA CM carries node ids, app_data and many regions, authenticated with a key",
+          "[verbs][cm]") {
   auto opts = vm_options();
   opts.use_rdma_cm = true;
   auto t = make_transport(opts);
-  ConnectionOptions o;
-  o.pre_shared_key = "secret";
-  auto c = t->connect(Endpoint{vm_address(), 1}, o);
-  REQUIRE_FALSE(c.ok());
-  CHECK(c.error().is(Errc::unsupported));
-  CHECK_THAT(c.error().message(), Catch::Contains("use_rdma_cm=false"));
+  ConnectionOptions so;
+  so.node_id = "follower-1";
+  so.pre_shared_key = "a shared secret";
+  so.app_data = std::string(3000, 's');
+  for (uint32_t i = 0; i < 40; ++i) so.regions.push_back({0x10000u + i * 4096u, 4096, 100 + i});
+  so.initial_recvs = 2;
+  ConnectionOptions co;
+  co.node_id = "leader";
+  co.pre_shared_key = so.pre_shared_key;
+  co.app_data = "hello from the leader";
+  auto r = cm_connect_pair(*t, so, co);
+  INFO((r.client ? std::string() : r.client.error().to_string()));
+  INFO((r.server ? std::string() : r.server.error().to_string()));
+  REQUIRE(r.client);
+  REQUIRE(r.server);
+  auto& c = **r.client;
+  auto& s = **r.server;
+  CHECK(c.peer().node_id == "follower-1");
+  CHECK(s.peer().node_id == "leader");
+  CHECK(c.peer().app_data == so.app_data);
+  CHECK(s.peer().app_data == co.app_data);
+  CHECK(c.peer().regions == so.regions);
+  CHECK(s.peer().regions.empty());
+  CHECK_THAT(c.peer().address, Catch::Contains(vm_address()));
+
+  // The handshake consumed none of the data path's receives: the two initial ones (wr_ids 0
+  // and 1) take the client's first two writes, posted at once.
+  CHECK(static_cast<VerbsConnection&>(s).posted_recvs() == 2);
+  WriteRequest w[2] = {{1, nullptr, 0, 0, 0, 0, 7, false}, {2, nullptr, 0, 0, 0, 0, 8, true}};
+  REQUIRE(c.post_writes(w) == PostStatus::ok);
+  auto got = reap(s, 2);
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].wr_id == 0);
+  CHECK(got[0].imm == 7);
+  CHECK(got[1].wr_id == 1);
+  CHECK(got[1].imm == 8);
+  CHECK(static_cast<VerbsConnection&>(s).posted_recvs() == 0);
+  CHECK(reap(c, 1).size() == 1);
+}
+
+TEST_CASE("RDMA CM refuses a wrong pre-shared key on both sides", "[verbs][cm]") {
+  auto opts = vm_options();
+  opts.use_rdma_cm = true;
+  auto t = make_transport(opts);
+  ConnectionOptions so;
+  so.pre_shared_key = "right";
+  ConnectionOptions co;
+  co.pre_shared_key = "wrong";
+  auto r = cm_connect_pair(*t, so, co);
+  REQUIRE_FALSE(r.client.ok());
+  REQUIRE_FALSE(r.server.ok());
+  INFO(r.client.error().to_string() << " / " << r.server.error().to_string());
+  CHECK(r.client.error().is(Errc::auth_failed));
+  CHECK(r.server.error().is(Errc::auth_failed));
+  CHECK_THAT(r.server.error().message(), Catch::Contains("pre-shared key"));
+
+  // A key on one side only is refused as well.
+  co.pre_shared_key.clear();
+  auto r2 = cm_connect_pair(*t, so, co);
+  REQUIRE_FALSE(r2.client.ok());
+  REQUIRE_FALSE(r2.server.ok());
+  CHECK(r2.client.error().is(Errc::auth_failed));
+  CHECK(r2.server.error().is(Errc::auth_failed));
+}
+
+TEST_CASE("RDMA CM works with a shared receive queue and automatic receives", "[verbs][cm]") {
+  auto opts = vm_options();
+  opts.use_rdma_cm = true;
+  opts.use_srq = true;
+  opts.auto_recv = true;
+  opts.srq_depth = 1024;
+  auto t = make_transport(opts);
+  ConnectionOptions so;
+  so.recv_queue_depth = 64;
+  so.app_data = "srq";
+  ConnectionOptions co = so;
+  for (int round = 0; round < 2; ++round) {  // the handshakes leave the SRQ's level unchanged
+    auto r = cm_connect_pair(*t, so, co);
+    REQUIRE(r.client);
+    REQUIRE(r.server);
+    CHECK((*r.client)->peer().app_data == "srq");
+    WriteRequest w{1, nullptr, 0, 0, 0, 0, 99, true};
+    REQUIRE((*r.client)->post_writes({&w, 1}) == PostStatus::ok);
+    auto got = reap(**r.server, 1);
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].imm == 99);
+    CHECK(reap(**r.client, 1).size() == 1);
+  }
 }
 
 TEST_CASE("RDMA CM connect to a port nobody listens on fails clearly", "[verbs][cm]") {
