@@ -174,8 +174,7 @@ class CmListener final : public Listener {
 
   Result<std::unique_ptr<Connection>> accept(const ConnectionOptions& options,
                                              std::chrono::milliseconds timeout) override {
-    auto deadline = Deadline::after(timeout);
-    auto req = expect(channel_.get(), RDMA_CM_EVENT_CONNECT_REQUEST, deadline,
+    auto req = expect(channel_.get(), RDMA_CM_EVENT_CONNECT_REQUEST, Deadline::after(timeout),
                       fmt::format("RDMA CM listener {}", local_.to_string()));
     if (!req) return req.error();
     CmIdHandle child(req->id);
@@ -189,8 +188,10 @@ class CmListener final : public Listener {
       (void)rdma_reject(child.get(), nullptr, 0);
       return errno_error(errno, "rdma_migrate_id");
     }
+    // `timeout` bounds the wait for a request; the set-up has connect_timeout, as over TCP.
     auto conn = VerbsConnection::establish_cm_passive(state_, std::move(*ch), std::move(child),
-                                                      req->private_data, options, deadline);
+                                                      req->private_data, options,
+                                                      Deadline::after(options.connect_timeout));
     if (!conn) return conn.error();
     return std::unique_ptr<Connection>(std::move(*conn));
   }
