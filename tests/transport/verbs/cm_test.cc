@@ -2,6 +2,8 @@
 // each side's handshake landing buffer, the bootstrap handshake runs over the connected QP
 // (node ids, regions, app_data, pre-shared key), and the data path is the same as with the
 // TCP bootstrap.
+#include <arpa/inet.h>
+
 #include <cstring>
 #include <future>
 
@@ -32,7 +34,68 @@ CmOutcome cm_connect_pair(Transport& t, ConnectionOptions so, ConnectionOptions 
   return {std::move(client), std::move(server)};
 }
 
+// Sends one connect request carrying `private_data` from a bare CM id (no QP: the listener
+// must refuse before it needs one) and returns the CM event that answers it.
+rdma_cm_event_type raw_connect(const Endpoint& to, std::vector<uint8_t> private_data) {
+  CmChannelHandle ch(rdma_create_event_channel());
+  REQUIRE(ch);
+  rdma_cm_id* raw = nullptr;
+  REQUIRE(rdma_create_id(ch.get(), &raw, nullptr, RDMA_PS_TCP) == 0);
+  CmIdHandle id(raw);
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_port = htons(to.port);
+  REQUIRE(inet_pton(AF_INET, to.host.c_str(), &dst.sin_addr) == 1);
+  auto next = [&] {
+    rdma_cm_event* ev = nullptr;
+    REQUIRE(rdma_get_cm_event(ch.get(), &ev) == 0);
+    const auto type = ev->event;
+    rdma_ack_cm_event(ev);
+    return type;
+  };
+  REQUIRE(rdma_resolve_addr(id.get(), nullptr, reinterpret_cast<sockaddr*>(&dst), 2000) == 0);
+  REQUIRE(next() == RDMA_CM_EVENT_ADDR_RESOLVED);
+  REQUIRE(rdma_resolve_route(id.get(), 2000) == 0);
+  REQUIRE(next() == RDMA_CM_EVENT_ROUTE_RESOLVED);
+  rdma_conn_param param{};
+  param.private_data = private_data.data();
+  param.private_data_len = static_cast<uint8_t>(private_data.size());
+  param.qp_num = 0x123;
+  param.retry_count = 1;
+  REQUIRE(rdma_connect(id.get(), &param) == 0);
+  return next();
+}
+
 }  // namespace
+
+TEST_CASE("an RDMA CM request that is not ours, or of another version, is rejected",
+          "[verbs][cm]") {
+  auto opts = vm_options();
+  opts.use_rdma_cm = true;
+  auto t = make_transport(opts);
+  auto listener = t->listen(Endpoint{vm_address(), 0});
+  REQUIRE(listener);
+  const Endpoint at{vm_address(), (*listener)->local_endpoint().port};
+  struct Case {
+    std::vector<uint8_t> data;
+    Errc code;
+    const char* says;
+  };
+  std::vector<uint8_t> v1(20, 0);
+  v1[0] = 'R';
+  v1[1] = 1;
+  const Case cases[] = {{std::vector<uint8_t>(20, 0x55), Errc::protocol_error, "not an rdmarepl"},
+                        {v1, Errc::unsupported, "version 1"}};
+  for (const auto& c : cases) {
+    auto answer = std::async(std::launch::async, [&] { return raw_connect(at, c.data); });
+    auto r = (*listener)->accept(ConnectionOptions{}, std::chrono::seconds(60));
+    CHECK(answer.get() == RDMA_CM_EVENT_REJECTED);
+    REQUIRE_FALSE(r.ok());
+    INFO(r.error().to_string());
+    CHECK(r.error().is(c.code));
+    CHECK_THAT(r.error().message(), Catch::Contains(c.says));
+  }
+}
 
 TEST_CASE("RDMA CM connects, exchanges ring descriptors and carries writes", "[verbs][cm]") {
   auto opts = vm_options();
