@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <future>
+#include <thread>
 
 #include "pair.h"
 
@@ -34,36 +35,51 @@ CmOutcome cm_connect_pair(Transport& t, ConnectionOptions so, ConnectionOptions 
   return {std::move(client), std::move(server)};
 }
 
-// Sends one connect request carrying `private_data` from a bare CM id (no QP: the listener
-// must refuse before it needs one) and returns the CM event that answers it.
-rdma_cm_event_type raw_connect(const Endpoint& to, std::vector<uint8_t> private_data) {
-  CmChannelHandle ch(rdma_create_event_channel());
-  REQUIRE(ch);
-  rdma_cm_id* raw = nullptr;
-  REQUIRE(rdma_create_id(ch.get(), &raw, nullptr, RDMA_PS_TCP) == 0);
-  CmIdHandle id(raw);
-  sockaddr_in dst{};
-  dst.sin_family = AF_INET;
-  dst.sin_port = htons(to.port);
-  REQUIRE(inet_pton(AF_INET, to.host.c_str(), &dst.sin_addr) == 1);
-  auto next = [&] {
+// A bare CM id with no QP: sends connect requests the listener must judge by their private
+// data alone.
+struct RawCmClient {
+  CmChannelHandle ch{rdma_create_event_channel()};
+  CmIdHandle id;
+
+  rdma_cm_event_type next() {
     rdma_cm_event* ev = nullptr;
     REQUIRE(rdma_get_cm_event(ch.get(), &ev) == 0);
     const auto type = ev->event;
     rdma_ack_cm_event(ev);
     return type;
-  };
-  REQUIRE(rdma_resolve_addr(id.get(), nullptr, reinterpret_cast<sockaddr*>(&dst), 2000) == 0);
-  REQUIRE(next() == RDMA_CM_EVENT_ADDR_RESOLVED);
-  REQUIRE(rdma_resolve_route(id.get(), 2000) == 0);
-  REQUIRE(next() == RDMA_CM_EVENT_ROUTE_RESOLVED);
-  rdma_conn_param param{};
-  param.private_data = private_data.data();
-  param.private_data_len = static_cast<uint8_t>(private_data.size());
-  param.qp_num = 0x123;
-  param.retry_count = 1;
-  REQUIRE(rdma_connect(id.get(), &param) == 0);
-  return next();
+  }
+  // Sends one connect request carrying `private_data`; returns the answering event.
+  rdma_cm_event_type connect(const Endpoint& to, std::vector<uint8_t> private_data) {
+    REQUIRE(ch);
+    rdma_cm_id* raw = nullptr;
+    REQUIRE(rdma_create_id(ch.get(), &raw, nullptr, RDMA_PS_TCP) == 0);
+    id.reset(raw);
+    sockaddr_in dst{};
+    dst.sin_family = AF_INET;
+    dst.sin_port = htons(to.port);
+    REQUIRE(inet_pton(AF_INET, to.host.c_str(), &dst.sin_addr) == 1);
+    REQUIRE(rdma_resolve_addr(id.get(), nullptr, reinterpret_cast<sockaddr*>(&dst), 2000) == 0);
+    REQUIRE(next() == RDMA_CM_EVENT_ADDR_RESOLVED);
+    REQUIRE(rdma_resolve_route(id.get(), 2000) == 0);
+    REQUIRE(next() == RDMA_CM_EVENT_ROUTE_RESOLVED);
+    rdma_conn_param param{};
+    param.private_data = private_data.data();
+    param.private_data_len = static_cast<uint8_t>(private_data.size());
+    param.qp_num = 0x123;
+    param.retry_count = 1;
+    REQUIRE(rdma_connect(id.get(), &param) == 0);
+    return next();
+  }
+};
+
+// Version-2 private data naming a landing buffer nobody writes to.
+std::vector<uint8_t> valid_private_data() {
+  std::vector<uint8_t> d(20, 0);
+  d[0] = 'R';
+  d[1] = 2;
+  d[2] = 4;
+  RemoteRegion{0x1000, 4096, 1}.serialize(d.data() + 4);
+  return d;
 }
 
 }  // namespace
@@ -87,13 +103,43 @@ TEST_CASE("an RDMA CM request that is not ours, or of another version, is reject
   const Case cases[] = {{std::vector<uint8_t>(20, 0x55), Errc::protocol_error, "not an rdmarepl"},
                         {v1, Errc::unsupported, "version 1"}};
   for (const auto& c : cases) {
-    auto answer = std::async(std::launch::async, [&] { return raw_connect(at, c.data); });
+    RawCmClient client;
+    auto answer = std::async(std::launch::async, [&] { return client.connect(at, c.data); });
     auto r = (*listener)->accept(ConnectionOptions{}, std::chrono::seconds(60));
     CHECK(answer.get() == RDMA_CM_EVENT_REJECTED);
     REQUIRE_FALSE(r.ok());
     INFO(r.error().to_string());
     CHECK(r.error().is(c.code));
     CHECK_THAT(r.error().message(), Catch::Contains(c.says));
+  }
+}
+
+TEST_CASE("an RDMA CM peer that never runs the handshake times out or is seen to leave",
+          "[verbs][cm]") {
+  auto opts = vm_options();
+  opts.use_rdma_cm = true;
+  auto t = make_transport(opts);
+  auto listener = t->listen(Endpoint{vm_address(), 0});
+  REQUIRE(listener);
+  const Endpoint at{vm_address(), (*listener)->local_endpoint().port};
+  ConnectionOptions so;
+  so.connect_timeout = std::chrono::milliseconds(1500);
+  for (const bool leave : {false, true}) {
+    RawCmClient client;
+    auto accepted = std::async(std::launch::async,
+                               [&] { return (*listener)->accept(so, std::chrono::seconds(60)); });
+    REQUIRE(client.connect(at, valid_private_data()) == RDMA_CM_EVENT_CONNECT_RESPONSE);
+    REQUIRE(rdma_establish(client.id.get()) == 0);  // the listener's side is established
+    if (leave) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      REQUIRE(rdma_disconnect(client.id.get()) == 0);
+    }
+    auto r = accepted.get();
+    REQUIRE_FALSE(r.ok());
+    INFO(r.error().to_string());
+    CHECK(r.error().is(leave ? Errc::connection_closed : Errc::timeout));
+    CHECK_THAT(r.error().message(),
+               Catch::Contains(leave ? "disconnected during the handshake" : "timed out"));
   }
 }
 
