@@ -7,6 +7,8 @@
 //   2. durability=batch group commit as writer threads grow 1..8: acknowledged records per
 //      fdatasync and throughput, next to one write(2)+fdatasync per record;
 //   3. recovery speed: records replayed per second from a WAL of --recovery-mib MiB.
+// Frames hold replication batches encoded by the product's BatchBuilder (the bytes a channel
+// logs, docs/wal_format.md), and recovery checks and walks them as the channel does.
 // Every figure is the median of --repeat runs, baseline and WAL interleaved.
 #include <fcntl.h>
 #include <stdlib.h>
@@ -18,14 +20,15 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/features.h"
+#include "rdmarepl/replication/detail/batch_format.h"
 #include "rdmarepl/wal/log.h"
-#include "rdmarepl/wal/record.h"
 #include "rdmarepl/wal/writer.h"
 
 using namespace rdmarepl;
@@ -129,17 +132,34 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// A batch of records totalling about `bytes` (values of ~200 bytes, like a small KV write).
-BatchBuilder make_batch(uint64_t first_seq, uint64_t bytes) {
-  BatchBuilder b;
-  uint64_t seq = first_seq;
-  while (b.bytes().size() + kRecordHeaderSize + 16 + 200 <= bytes || b.count() == 0) {
-    char key[32];
-    std::snprintf(key, sizeof key, "user%012llu", static_cast<unsigned long long>(seq));
-    std::string value(200, static_cast<char>('a' + seq % 26));
-    b.add(RecordView{seq, wall_ns(), Op::put, key, value});
-    ++seq;
+// One sealed replication batch, as a channel logs it.
+struct Batch {
+  std::vector<std::byte> buf;
+  uint32_t records = 0;
+  [[nodiscard]] std::span<const uint8_t> bytes() const noexcept {
+    return {reinterpret_cast<const uint8_t*>(buf.data()), buf.size()};
   }
+  [[nodiscard]] uint32_t count() const noexcept { return records; }
+};
+
+// A batch of records totalling about `bytes` (16-byte keys, 200-byte values, like a small
+// KV write), at least one record.
+Batch make_batch(uint64_t first_seq, uint64_t bytes) {
+  constexpr size_t kKey = 16;
+  constexpr size_t kValue = 200;
+  Batch b;
+  b.buf.resize(std::max<uint64_t>(bytes, replication::single_record_batch_size(kKey, kValue)));
+  replication::BatchBuilder bb;
+  bb.start(b.buf.data(), b.buf.size(), 0, first_seq);
+  while (bb.fits(kKey, kValue)) {
+    const uint64_t seq = bb.next_seq();
+    char key[kKey + 1];
+    std::snprintf(key, sizeof key, "user%012llu", static_cast<unsigned long long>(seq));
+    const std::string value(kValue, static_cast<char>('a' + seq % 26));
+    bb.add(replication::Op::put, std::string_view(key, kKey), value, wall_ns());
+  }
+  b.buf.resize(bb.seal());
+  b.records = bb.count();
   return b;
 }
 
@@ -191,9 +211,8 @@ Timing plain_write(const std::string& dir, uint64_t total, uint64_t chunk) {
 }
 
 // The WAL's append loop; `used` receives the submission path the writer really took.
-Timing wal_append(const std::string& dir, uint64_t total, const BatchBuilder& batch,
-                  uint64_t segment_size, Submission submission, Submission* used,
-                  Backend backend = Backend::file) {
+Timing wal_append(const std::string& dir, uint64_t total, const Batch& batch, uint64_t segment_size,
+                  Submission submission, Submission* used, Backend backend = Backend::file) {
   auto w = must(Writer::create(dir, 1, 1,
                                {.segment_size = segment_size,
                                 .durability = Durability::none,
@@ -337,8 +356,7 @@ struct GcResult {
   double records_per_sync;
 };
 
-GcResult group_commit(const std::string& dir, int threads, double seconds,
-                      const BatchBuilder& batch) {
+GcResult group_commit(const std::string& dir, int threads, double seconds, const Batch& batch) {
   auto w =
       must(Writer::create(dir, 1, 1, {.durability = Durability::batch, .backend = Backend::file}));
   std::atomic<bool> stop{false};
@@ -411,14 +429,19 @@ struct CountingStore final : RecoveryHandler {
   uint64_t bytes = 0;
   Status restore(CheckpointReader&) override { return ok_status(); }
   Status replay(const Frame& f) override {
-    RecordReader rr(f.payload);
-    RecordView r;
-    while (rr.next(&r)) {
+    // What the channel's recovery does with a frame: check the batch (its CRC and every
+    // record's bounds and seq), then walk its records.
+    replication::BatchView v;
+    const std::span<const std::byte> in(reinterpret_cast<const std::byte*>(f.payload.data()),
+                                        f.payload.size());
+    if (replication::parse_batch(in, v) != replication::BatchError::ok)
+      return Error(Errc::corrupt, "bench: a logged batch failed its check");
+    replication::RecordCursor cursor(v);
+    replication::Record r;
+    while (cursor.next(r)) {
       ++records;
       bytes += r.key.size() + r.value.size();
     }
-    if (rr.status() != DecodeStatus::ok)
-      return Error(Errc::corrupt, "bench: a record failed its checksum");
     return ok_status();
   }
 };

@@ -1,4 +1,4 @@
-#include "rdmarepl/replication/batch_format.h"
+#include "rdmarepl/replication/detail/batch_format.h"
 
 #include <cstring>
 
@@ -20,16 +20,6 @@ constexpr size_t kOffCrc = 24;
 constexpr size_t kOffReserved = 28;
 constexpr size_t kCrcCovered = kOffCrc;  // the CRC covers header bytes [0, 24) and the payload
 static_assert(kOffReserved + 4 == kBatchHeaderSize);
-
-// Record field offsets.
-constexpr size_t kRecOp = 0;
-constexpr size_t kRecFlags = 1;
-constexpr size_t kRecReserved = 2;
-constexpr size_t kRecKeyLen = 4;
-constexpr size_t kRecValueLen = 8;
-constexpr size_t kRecSeq = 12;
-constexpr size_t kRecTimestamp = 20;
-static_assert(kRecTimestamp + 8 == kRecordHeaderSize);
 
 uint32_t batch_crc(const std::byte* header, const std::byte* payload, size_t payload_len) noexcept {
   uint32_t crc = crc32c::extend(0, header, kCrcCovered);
@@ -140,21 +130,6 @@ BatchError parse_batch(std::span<const std::byte> bytes, BatchView& out) noexcep
   out.header = hdr;
   out.payload = payload;
   return BatchError::ok;
-}
-
-bool RecordCursor::next(Record& out) noexcept {
-  if (p_ >= end_) return false;
-  const uint32_t key_len = load_be32(p_ + kRecKeyLen);
-  const uint32_t value_len = load_be32(p_ + kRecValueLen);
-  out.op = static_cast<Op>(p_[kRecOp]);
-  out.seq = load_be64(p_ + kRecSeq);
-  out.timestamp = load_be64(p_ + kRecTimestamp);
-  out.shard = shard_;
-  const auto* k = reinterpret_cast<const char*>(p_ + kRecordHeaderSize);
-  out.key = std::string_view(k, key_len);
-  out.value = std::string_view(k + key_len, value_len);
-  p_ += kRecordHeaderSize + key_len + value_len;
-  return true;
 }
 
 }  // namespace rdmarepl::replication

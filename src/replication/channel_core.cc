@@ -1,8 +1,8 @@
-#include "rdmarepl/replication/channel_core.h"
+#include "rdmarepl/replication/detail/channel_core.h"
 
 #include "follower.h"
 #include "leader.h"
-#include "rdmarepl/replication/transport_select.h"
+#include "transport_select.h"
 
 namespace rdmarepl::replication {
 

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <vector>
 
-#include "rdmarepl/replication/channel_core.h"
+#include "rdmarepl/replication/detail/channel_core.h"
 
 namespace rdmarepl::replication::detail {
 

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "rdmarepl/replication/channel_core.h"
+#include "rdmarepl/replication/detail/channel_core.h"
 #include "rdmarepl/tuning/runner.h"
 #include "rdmarepl/tuning/samplers.h"
 

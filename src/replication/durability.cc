@@ -65,14 +65,20 @@ class Recovery final : public wal::RecoveryHandler {
                                            f.payload.size());
     BatchView v;
     const BatchError err = parse_batch(bytes, v);
-    if (err != BatchError::ok || v.header.shard >= o_.shards)
+    // The frame's CRC matched, so these bytes are what was handed to the log: a batch that
+    // fails its own checks was damaged before (in memory) or written by another encoder.
+    if (err != BatchError::ok)
       return Error(Errc::corrupt,
-                   fmt::format("WAL segment {} offset {}: the frame checks but its batch does not "
-                               "({}, shard {} of {}); was the log written with other "
-                               "ChannelOptions::shards?",
-                               f.segment, f.offset,
-                               err != BatchError::ok ? describe(err) : "shard out of range",
-                               v.header.shard, o_.shards));
+                   fmt::format("WAL segment {} offset {}: frame {} ({} records) checks but the "
+                               "batch in it does not ({}); nothing of it was applied. Recover "
+                               "this node from a replica (clear its wal_dir and store)",
+                               f.segment, f.offset, f.first_seq, f.record_count, describe(err)));
+    if (v.header.shard >= o_.shards)
+      return Error(Errc::corrupt,
+                   fmt::format("WAL segment {} offset {}: frame {} holds a batch of shard {} but "
+                               "ChannelOptions::shards = {}; use the shard count the log was "
+                               "written with",
+                               f.segment, f.offset, f.first_seq, v.header.shard, o_.shards));
     uint64_t& seq = seq_[v.header.shard];
     if (v.header.record_count != 0 && v.header.first_seq > seq + 1)
       return Error(Errc::corrupt,
@@ -80,13 +86,8 @@ class Recovery final : public wal::RecoveryHandler {
                                "log is missing batches. Recover this node from a replica (clear "
                                "its wal_dir and store)",
                                f.segment, f.offset, v.header.shard, seq, v.header.first_seq));
-    RecordCursor cursor(v);
-    Record rec;
-    while (cursor.next(rec)) {
-      if (rec.seq <= seq) continue;  // already in the checkpoint
-      store_.apply(store_.store, rec);
-      seq = rec.seq;
-    }
+    uint64_t in_checkpoint = 0;  // records the checkpoint already holds
+    seq = store_.apply_batch(store_.store, v, seq, in_checkpoint);
     if (on_batch_) on_batch_(v, bytes.first(std::min(bytes.size(), v.padded_size())));
     return ok_status();
   }

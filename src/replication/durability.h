@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "rdmarepl/core/result.h"
-#include "rdmarepl/replication/batch_format.h"
-#include "rdmarepl/replication/channel_core.h"
+#include "rdmarepl/replication/detail/batch_format.h"
+#include "rdmarepl/replication/detail/channel_core.h"
 #include "rdmarepl/replication/options.h"
 #include "rdmarepl/wal/log.h"
 

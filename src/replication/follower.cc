@@ -6,10 +6,10 @@
 #include <array>
 #include <thread>
 
+#include "imm.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
-#include "rdmarepl/replication/batch_format.h"
-#include "rdmarepl/replication/imm.h"
+#include "rdmarepl/replication/detail/batch_format.h"
 #include "rdmarepl/transport/bootstrap/hello.h"
 
 namespace rdmarepl::replication::detail {
@@ -239,17 +239,8 @@ bool Follower::handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::stri
         "or acknowledged. Fix the disk and restart this follower: it recovers from its log";
     return false;
   }
-  RecordCursor cursor(v);
-  Record rec;
-  uint64_t skipped = 0;
-  while (cursor.next(rec)) {
-    if (rec.seq <= applied) {
-      ++skipped;  // already applied before a reconnect
-      continue;
-    }
-    apply_(store_, rec);
-    applied = rec.seq;
-  }
+  uint64_t skipped = 0;  // records applied before a reconnect
+  applied = apply_batch_(store_, v, applied, skipped);
   s.applied.store(applied, std::memory_order_release);
   if (v.header.record_count != 0) s.consumed_seq = std::max(s.consumed_seq, last);
   if (imm_kind(imm) == ImmKind::ring_batch) s.cursor = offset + v.padded_size();

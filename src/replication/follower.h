@@ -107,7 +107,10 @@ class Follower final : public CoreBase {
 
   Follower(const ChannelOptions& options, std::unique_ptr<transport::Transport> t,
            const StoreHooks& store)
-      : CoreBase(options, std::move(t)), store_(store.store), apply_(store.apply), hooks_(store) {}
+      : CoreBase(options, std::move(t)),
+        store_(store.store),
+        apply_batch_(store.apply_batch),
+        hooks_(store) {}
 
   size_t poll_shard(Shard& s) noexcept;
   // Checks and applies the batch a completion announced; false (and `why`) on a protocol error.
@@ -146,7 +149,7 @@ class Follower final : public CoreBase {
 
  private:
   void* store_;
-  ApplyFn apply_;
+  ApplyBatchFn apply_batch_;
   StoreHooks hooks_;
   std::unique_ptr<Wal> wal_;
   std::vector<std::unique_ptr<Shard>> shards_;

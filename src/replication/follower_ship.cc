@@ -9,10 +9,10 @@
 #include <new>
 
 #include "follower.h"
+#include "imm.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/crc32c.h"
 #include "rdmarepl/core/log.h"
-#include "rdmarepl/replication/imm.h"
 
 namespace rdmarepl::replication::detail {
 

@@ -8,10 +8,10 @@
 #include <array>
 #include <thread>
 
+#include "imm.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
-#include "rdmarepl/replication/imm.h"
-#include "rdmarepl/replication/shard.h"
+#include "shard.h"
 
 namespace rdmarepl::replication::detail {
 

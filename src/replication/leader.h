@@ -16,9 +16,9 @@
 #include "core_base.h"
 #include "durability.h"
 #include "hello.h"
-#include "rdmarepl/replication/batch_format.h"
-#include "rdmarepl/replication/ring_space.h"
+#include "rdmarepl/replication/detail/batch_format.h"
 #include "registered_buffer.h"
+#include "ring_space.h"
 
 namespace rdmarepl::replication::detail {
 

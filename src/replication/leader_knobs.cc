@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "leader.h"
-#include "rdmarepl/replication/batch_format.h"
+#include "rdmarepl/replication/detail/batch_format.h"
 
 namespace rdmarepl::replication::detail {
 

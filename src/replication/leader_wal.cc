@@ -9,11 +9,11 @@
 #include <array>
 #include <cstring>
 
+#include "imm.h"
 #include "leader.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/crc32c.h"
 #include "rdmarepl/core/log.h"
-#include "rdmarepl/replication/imm.h"
 #include "rdmarepl/wal/checkpoint.h"
 #include "rdmarepl/wal/reader.h"
 
@@ -21,7 +21,7 @@ namespace rdmarepl::replication::detail {
 
 Status Leader::open_wal() {
   if (options_.wal_dir.empty()) return ok_status();
-  if (store_.apply == nullptr)
+  if (store_.apply_batch == nullptr)
     return Error(Errc::invalid_argument,
                  "a leader with ChannelOptions::wal_dir needs its store (recovery replays the "
                  "log into it); create the channel through ReplicationChannel<Store>");

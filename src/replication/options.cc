@@ -4,10 +4,10 @@
 
 #include <algorithm>
 
+#include "imm.h"
 #include "rdmarepl/features.h"
-#include "rdmarepl/replication/batch_format.h"
 #include "rdmarepl/replication/channel_metrics.h"
-#include "rdmarepl/replication/imm.h"
+#include "rdmarepl/replication/detail/batch_format.h"
 #include "rdmarepl/replication/ticket.h"
 #include "rdmarepl/wal/format.h"
 

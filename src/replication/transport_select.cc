@@ -1,4 +1,4 @@
-#include "rdmarepl/replication/transport_select.h"
+#include "transport_select.h"
 
 #include <fmt/format.h>
 

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "rdmarepl/tuning/heuristic_tuner.h"
 #include "rdmarepl/tuning/static_tuner.h"
+#include "rdmarepl/tuning/xgboost_tuner.h"
 
 namespace rdmarepl::tuning {
 

@@ -1,5 +1,4 @@
 list(APPEND RDMAREPL_SOURCES
-  ${CMAKE_CURRENT_LIST_DIR}/record.cc
   ${CMAKE_CURRENT_LIST_DIR}/file.cc
   ${CMAKE_CURRENT_LIST_DIR}/reporter.cc
   ${CMAKE_CURRENT_LIST_DIR}/segment_reader.cc

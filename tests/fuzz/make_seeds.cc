@@ -1,7 +1,7 @@
-// Writes the seed inputs of the replication_batch, handshake and checkpoint_chunk fuzz
-// targets with the real encoders (BatchBuilder, serialize_hello, the replication hello
-// encoders, encode_chunk_header), so the seeds
-// are valid messages of the current format:
+// Writes the seed inputs of the wal_frame_reader, replication_batch, handshake and
+// checkpoint_chunk fuzz targets with the real encoders (the WAL's segment and frame header
+// encoders around BatchBuilder batches, serialize_hello, the replication hello encoders,
+// encode_chunk_header), so the seeds are valid messages of the current format:
 //
 //   cmake --build build-fuzz --target make_seeds && build-fuzz/make_seeds tests/fuzz/corpus
 //
@@ -9,14 +9,17 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "rdmarepl/replication/batch_format.h"
+#include "rdmarepl/replication/detail/batch_format.h"
 #include "rdmarepl/transport/bootstrap/hello.h"
+#include "rdmarepl/wal/format.h"
 #include "replication/checkpoint_ship.h"
 #include "replication/hello.h"
 
@@ -40,19 +43,90 @@ struct Put {
   std::string value;
 };
 
-bool batch(const fs::path& dir, const std::string& name, uint16_t shard, uint64_t first_seq,
-           const std::vector<Put>& records) {
+std::vector<std::byte> encode_batch(uint16_t shard, uint64_t first_seq,
+                                    const std::vector<Put>& records) {
   std::vector<std::byte> buf(4096);
   replication::BatchBuilder b;
   b.start(buf.data(), buf.size(), shard, first_seq);
   uint64_t ts = 1'700'000'000'000'000'000ull;
   for (const auto& r : records) {
-    if (!b.fits(r.key.size(), r.value.size())) return false;
+    if (!b.fits(r.key.size(), r.value.size())) return {};
     b.add(r.op, r.key, r.value, ts++);
   }
-  const size_t n = b.seal();
+  buf.resize(b.seal());
+  return buf;
+}
+
+bool batch(const fs::path& dir, const std::string& name, uint16_t shard, uint64_t first_seq,
+           const std::vector<Put>& records) {
+  const auto bytes = encode_batch(shard, first_seq, records);
   // Selector 0: the fuzz target parses the bytes as they are.
-  return write(dir, name, 0, buf.data(), n);
+  return !bytes.empty() && write(dir, name, 0, bytes.data(), bytes.size());
+}
+
+// A WAL segment as a channel writes it (docs/wal_format.md): the segment header, then one
+// frame per batch numbered 1, 2, ... (first_seq = last_seq = the frame number).
+class Segment {
+ public:
+  Segment() : bytes_(wal::kSegmentHeaderSize) {
+    wal::SegmentHeader{.segment_number = 1, .first_seq = 1}.encode(bytes_.data());
+  }
+  void add(std::span<const std::byte> batch, uint32_t records) {
+    frame(wal::FrameType::batch, reinterpret_cast<const uint8_t*>(batch.data()), batch.size(),
+          records, frames_ + 1, frames_ + 1);
+    ++frames_;
+  }
+  // The end frame the writer writes when it seals the segment.
+  void seal() { frame(wal::FrameType::end, nullptr, 0, frames_, 1, frames_); }
+  std::vector<uint8_t>& bytes() { return bytes_; }
+
+ private:
+  void frame(wal::FrameType type, const uint8_t* payload, size_t len, uint32_t count,
+             uint64_t first, uint64_t last) {
+    const size_t off = bytes_.size();
+    bytes_.resize(off + wal::kFrameHeaderSize + len);
+    if (len != 0) std::memcpy(bytes_.data() + off + wal::kFrameHeaderSize, payload, len);
+    wal::FrameHeader{.length = static_cast<uint32_t>(len),
+                     .type = type,
+                     .record_count = count,
+                     .first_seq = first,
+                     .last_seq = last}
+        .encode(bytes_.data() + off, bytes_.data() + off + wal::kFrameHeaderSize);
+  }
+  std::vector<uint8_t> bytes_;
+  uint32_t frames_ = 0;
+};
+
+bool wal_seeds(const fs::path& dir) {
+  using replication::Op;
+  const auto put = encode_batch(0, 1, {{Op::put, "key", "value"}, {Op::erase, "gone", ""}});
+  const auto big = encode_batch(1, 1, {{Op::put, std::string(20, 'k'), std::string(150, 'v')}});
+  const auto empty = encode_batch(2, 1, {});
+  if (put.empty() || big.empty() || empty.empty()) return false;
+  auto save = [&](const std::string& name, const std::vector<uint8_t>& b) {
+    return write(dir, name, 0, b.data(), b.size());
+  };
+  bool ok = true;
+  Segment header_only;
+  ok &= save("header_only", header_only.bytes());
+  Segment e;
+  e.add(empty, 0);
+  ok &= save("empty_batch", e.bytes());
+  Segment open;
+  open.add(put, 2);
+  open.add(big, 1);
+  auto open_bytes = open.bytes();
+  open_bytes.resize(open_bytes.size() + 64, 0);  // preallocated space reads as zeros
+  ok &= save("open_segment", open_bytes);
+  auto torn = open.bytes();
+  torn.resize(torn.size() - 40);  // the second frame cut by a crash
+  ok &= save("torn_tail", torn);
+  Segment sealed;
+  sealed.add(put, 2);
+  sealed.add(big, 1);
+  sealed.seal();
+  ok &= save("sealed_segment", sealed.bytes());
+  return ok;
 }
 
 bool hello(const fs::path& dir, const std::string& name, const transport::bootstrap::Hello& h) {
@@ -69,6 +143,8 @@ int main(int argc, char** argv) {
   }
   const fs::path root = argv[1];
   bool ok = true;
+
+  ok &= wal_seeds(root / "wal_frame_reader");
 
   const fs::path b = root / "replication_batch";
   using replication::Op;

@@ -10,7 +10,7 @@
 
 #include "rdmarepl/core/byte_order.h"
 #include "rdmarepl/core/crc32c.h"
-#include "rdmarepl/replication/batch_format.h"
+#include "rdmarepl/replication/detail/batch_format.h"
 
 using namespace rdmarepl::replication;
 

@@ -8,8 +8,10 @@
 #   4. add <name> to RDMAREPL_FUZZ_TARGETS in tests/fuzz/CMakeLists.txt (one ctest each).
 # A target whose layer as a whole does not build here names the single files it needs with
 # SOURCES (paths from the repository root); src/ is on its include path for private headers.
-rdmarepl_fuzz_target(NAME wal_frame_reader LAYERS core wal)
-rdmarepl_fuzz_target(NAME wal_record LAYERS core wal)
+# The frame reader walks each frame's payload as the replication batch it holds in the
+# product, so it also compiles the batch parser.
+rdmarepl_fuzz_target(NAME wal_frame_reader LAYERS core wal
+  SOURCES src/replication/batch_format.cc)
 rdmarepl_fuzz_target(NAME replication_batch LAYERS core
   SOURCES src/replication/batch_format.cc)
 rdmarepl_fuzz_target(NAME handshake LAYERS core

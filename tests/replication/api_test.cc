@@ -9,8 +9,8 @@
 #include "hello.h"
 #include "rdmarepl/metrics/histogram.h"
 #include "rdmarepl/rdmarepl.h"
-#include "rdmarepl/replication/imm.h"
-#include "rdmarepl/replication/shard.h"
+#include "replication/imm.h"
+#include "replication/shard.h"
 
 using namespace rdmarepl::replication;
 

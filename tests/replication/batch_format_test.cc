@@ -1,4 +1,4 @@
-#include "rdmarepl/replication/batch_format.h"
+#include "rdmarepl/replication/detail/batch_format.h"
 
 #include <catch2/catch.hpp>
 
@@ -233,17 +233,54 @@ TEST_CASE("random batches round-trip", "[batch]") {
   }
 }
 
-TEST_CASE("the worked example of docs/wire_format.md encodes byte for byte", "[batch]") {
-  std::vector<std::byte> buf(72, std::byte{0xee});
-  BatchBuilder b;
-  b.start(buf.data(), buf.size(), 2, 7);
-  b.add(Op::put, "ab", "xyz", 1);
-  REQUIRE(b.seal() == 72);
-  const uint8_t expected[72] = {
-      0x52, 0x50, 0x4c, 0x42, 0x01, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
-      0x21, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x07, 0x51, 0x5f, 0xb5, 0x72, 0x00, 0x00,
-      0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x03, 0x00,
-      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
-      0x61, 0x62, 0x78, 0x79, 0x7a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
-  CHECK(std::memcmp(buf.data(), expected, sizeof expected) == 0);
+TEST_CASE("a damaged record inside a batch is found: one CRC covers every record", "[batch]") {
+  // Three batches back to back, as a leader writes them into a follower's ring; the second
+  // record of the middle batch is damaged. The follower parses each batch at its ring
+  // offset and reports the one that fails ("bad batch at ring offset N: <reason>").
+  std::vector<std::byte> ring;
+  std::vector<size_t> offsets;
+  for (uint64_t first : {1, 4, 7}) {
+    offsets.push_back(ring.size());
+    auto b = encode({{Op::put, "key-a", "value-one"},
+                     {Op::put, "key-b", "value-two"},
+                     {Op::erase, "key-c", ""}},
+                    5, first);
+    ring.insert(ring.end(), b.begin(), b.end());
+  }
+  const size_t rec = offsets[1] + kBatchHeaderSize + record_size(5, 9);  // the damaged record
+  struct Damage {
+    const char* what;
+    size_t at;
+    uint8_t mask;
+  };
+  const Damage damages[] = {{"a byte of the value", rec + kRecordHeaderSize + 5 + 3, 0x04},
+                            {"the low byte of key_len", rec + 7, 0x01},
+                            {"the high byte of key_len", rec + 4, 0x80}};
+  for (const auto& d : damages) {
+    INFO("damaged: " << d.what);
+    auto bad = ring;
+    bad[d.at] ^= std::byte{d.mask};
+    std::vector<BatchError> found;
+    for (size_t off : offsets) {
+      BatchView v;
+      found.push_back(parse_batch(std::span<const std::byte>(bad).subspan(off), v));
+    }
+    // Found in the batch that holds the record, and only there: the others still apply.
+    CHECK(found ==
+          std::vector<BatchError>{BatchError::ok, BatchError::bad_checksum, BatchError::ok});
+    CHECK(describe(found[1]) == "batch CRC32C mismatch");
+  }
+
+  // A key_len damaged before the CRC was computed (a broken encoder) still fails the record
+  // walk: the next record's header is read one byte early, and its op byte is the last
+  // byte of "value-two".
+  auto forged = std::vector<std::byte>(ring.begin() + static_cast<ptrdiff_t>(offsets[1]),
+                                       ring.begin() + static_cast<ptrdiff_t>(offsets[2]));
+  forged[rec - offsets[1] + 7] ^= std::byte{0x01};
+  const uint32_t payload_len = rdmarepl::load_be32(forged.data() + 12);
+  uint32_t crc = rdmarepl::crc32c::extend(0, forged.data(), 24);
+  crc = rdmarepl::crc32c::extend(crc, forged.data() + kBatchHeaderSize, payload_len);
+  rdmarepl::store_be32(forged.data() + 24, rdmarepl::crc32c::mask(crc));
+  BatchView v;
+  CHECK(parse_batch(forged, v) == BatchError::bad_record);
 }

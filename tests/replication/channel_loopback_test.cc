@@ -10,8 +10,8 @@
 #include "loopback_options.h"
 #include "loopback_transport.h"
 #include "rdmarepl/rdmarepl.h"
-#include "rdmarepl/replication/batch_format.h"
-#include "rdmarepl/replication/transport_select.h"
+#include "rdmarepl/replication/detail/batch_format.h"
+#include "replication/transport_select.h"
 #include "test_store.h"
 
 using namespace rdmarepl;

@@ -23,10 +23,10 @@
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/features.h"
 #include "rdmarepl/rdmarepl.h"
-#include "rdmarepl/replication/imm.h"
-#include "rdmarepl/replication/transport_select.h"
 #include "rdmarepl/wal/checkpoint.h"
 #include "rdmarepl/wal/layout.h"
+#include "replication/imm.h"
+#include "replication/transport_select.h"
 #include "test_store.h"
 #include "wal/wal_test_util.h"
 
@@ -40,6 +40,16 @@ using test::MapStore;
 namespace {
 
 using Channel = ReplicationChannel<MapStore>;
+
+// The hooks ReplicationChannel<MapStore> hands the engine (for tests that drive it directly).
+replication::StoreHooks map_hooks(MapStore& store) {
+  return {&store,
+          [](void* s, const replication::BatchView& b, uint64_t after, uint64_t& skipped) {
+            return replication::detail::apply_records(*static_cast<MapStore*>(s), b, after,
+                                                      skipped);
+          },
+          nullptr, nullptr};
+}
 
 // The WAL tests' temporary directory (mkdtemp; removed with its contents).
 using wal::test::TempDir;
@@ -323,15 +333,13 @@ TEST_CASE("durability=batch: a batch is neither sent nor committed before its sy
   auto o = base_options();
   o.shards = 1;
   MapStore fstore, lstore;
-  auto fcore = replication::ChannelCore::create(
-      follower_options(o, 31300, fdir.path()), std::make_unique<LoopbackTransport>(fabric),
-      {&fstore, [](void* s, const Record& r) { static_cast<MapStore*>(s)->apply(r); }, nullptr,
-       nullptr});
+  auto fcore = replication::ChannelCore::create(follower_options(o, 31300, fdir.path()),
+                                                std::make_unique<LoopbackTransport>(fabric),
+                                                map_hooks(fstore));
   REQUIRE(fcore.ok());
-  auto lcore = replication::ChannelCore::create(
-      leader_options(o, {31300}, ldir.path()), std::make_unique<LoopbackTransport>(fabric),
-      {&lstore, [](void* s, const Record& r) { static_cast<MapStore*>(s)->apply(r); }, nullptr,
-       nullptr});
+  auto lcore = replication::ChannelCore::create(leader_options(o, {31300}, ldir.path()),
+                                                std::make_unique<LoopbackTransport>(fabric),
+                                                map_hooks(lstore));
   REQUIRE(lcore.ok());
   auto* leader = dynamic_cast<replication::detail::Leader*>(lcore->get());
   auto* follower = dynamic_cast<replication::detail::Follower*>(fcore->get());
@@ -394,10 +402,9 @@ TEST_CASE("durability=batch with ack_mode none: committed means synced", "[durab
   o.ack_mode = AckMode::none;
   o.polling = PollingMode::manual;
   MapStore lstore;
-  auto lcore = replication::ChannelCore::create(
-      leader_options(o, {}, ldir.path()), std::make_unique<LoopbackTransport>(fabric),
-      {&lstore, [](void* s, const Record& r) { static_cast<MapStore*>(s)->apply(r); }, nullptr,
-       nullptr});
+  auto lcore = replication::ChannelCore::create(leader_options(o, {}, ldir.path()),
+                                                std::make_unique<LoopbackTransport>(fabric),
+                                                map_hooks(lstore));
   REQUIRE(lcore.ok());
   auto* leader = dynamic_cast<replication::detail::Leader*>(lcore->get());
   REQUIRE(leader != nullptr);
@@ -741,9 +748,7 @@ TEST_CASE("catch-up starts reading the log at the segment that can hold the foll
   o.durability = replication::Durability::none;
   o.wal_segment_bytes = 1 << 20;
   MapStore store;
-  const replication::StoreHooks hooks{
-      &store, [](void* s, const Record& r) { static_cast<MapStore*>(s)->apply(r); }, nullptr,
-      nullptr};
+  const replication::StoreHooks hooks = map_hooks(store);
   auto w = replication::detail::Wal::open(o, hooks, nullptr, nullptr);
   REQUIRE(w.ok());
   // About 8 MiB of 96 KiB frames: 8 segments. The bytes are not parsed on append.

@@ -1,4 +1,4 @@
-#include "rdmarepl/replication/ring_space.h"
+#include "replication/ring_space.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,8 @@
 // 1000 trials of random damage (byte flips and truncations) over real WAL segments and
 // checkpoint files: recovery never crashes, keeps exactly the frames that lie wholly
 // before the first damaged byte (compared with the batches written), and reports what it
-// dropped: the file, segment, offset and number of bytes of every run it skips.
+// dropped: the file, segment, offset and number of bytes of every run it skips. And one
+// record damaged inside a logged replication batch: found, and reported with its frame.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -363,6 +364,82 @@ TEST_CASE("corruption: random flips and truncations never lose the valid prefix"
       checkpoint_trial(p, rng, trial);
     } else {
       segment_trial(p, rng, trial, segment_trials++ % kRecoveryEvery == 0);
+    }
+  }
+}
+
+TEST_CASE("corruption: a damaged record inside a logged batch is found and its frame reported",
+          "[wal][corruption]") {
+  // Four replication batches of three records each (seqs 1-3, 4-6, 7-9, 10-12), one
+  // 1968-byte frame each, two to a 4 KiB segment: the damage is in the first segment, so
+  // valid data after it is lost.
+  TempDir pristine;
+  std::vector<TestBatch> batches;
+  {
+    auto w = Writer::create(pristine.path(), 1, 1,
+                            {.segment_size = 4096, .durability = Durability::none});
+    REQUIRE(w.ok());
+    for (uint64_t first : {1, 4, 7, 10}) {
+      batches.emplace_back(first, 3, 600);
+      const auto& b = batches.back();
+      REQUIRE((*w)->append(b.bytes(), b.first_seq(), b.last_seq(), b.count()).ok());
+    }
+    REQUIRE((*w)->close().ok());
+  }
+  CollectingReporter clean;
+  const auto frames = read_all(pristine.path(), &clean);
+  REQUIRE(clean.damages.empty());
+  REQUIRE(frames.size() == 4);
+  REQUIRE(frames[1].segment == 1);
+  REQUIRE(frames[3].segment == 2);
+  const OwnedFrame& hit = frames[1];  // seqs 4-6
+  // The second record of that batch ("key-5"), after the batch header and "key-4"'s record.
+  const size_t rec = replication::kBatchHeaderSize + replication::record_size(5, 600);
+  struct Case {
+    const char* what;
+    size_t at;  // offset in the batch
+  };
+  const Case cases[] = {
+      {"a byte of the record's value", rec + replication::kRecordHeaderSize + 5 + 300},
+      {"the low byte of the record's key_len", rec + 7}};
+  for (const auto& c : cases) {
+    INFO(c.what);
+    // Damaged on the disk: the frame CRC fails. The reader keeps the batch before it (seqs
+    // 1-3) and reports where the dropped bytes start (the damaged batch's frame) and that
+    // valid data may be lost; the next segment is dropped whole.
+    TempDir disk;
+    copy_files(pristine, disk);
+    flip_byte(disk.segment(1), hit.offset + kFrameHeaderSize + c.at);
+    CollectingReporter rep;
+    ReadEnd end;
+    const auto got = read_all(disk.path(), &rep, &end);
+    REQUIRE(got.size() == 1);
+    CHECK((got[0].first_seq == 1 && got[0].last_seq == 3));
+    REQUIRE(rep.damages.size() == 2);
+    const auto& d = rep.damages[0];
+    CHECK(d.reason == DamageReason::bad_checksum);
+    CHECK(d.file == disk.segment(1));
+    CHECK(d.segment == 1);
+    CHECK(d.offset == hit.offset);
+    CHECK_FALSE(d.at_tail);
+    CHECK(rep.damages[1].reason == DamageReason::after_damage);
+    CHECK(rep.damages[1].segment == 2);
+    CHECK(end.damaged_mid_log);
+
+    // Damaged before the log checksummed it (in memory; the frame CRC matches the damaged
+    // bytes): every frame reads back, and the batch's own CRC is what finds the record.
+    TempDir mem;
+    copy_files(pristine, mem);
+    flip_byte(mem.segment(1), hit.offset + kFrameHeaderSize + c.at);
+    fix_frame_checksum(mem.segment(1), hit.offset);
+    CollectingReporter none;
+    const auto all = read_all(mem.path(), &none);
+    CHECK(none.damages.empty());
+    REQUIRE(all.size() == 4);
+    for (size_t i = 0; i < all.size(); ++i) {
+      replication::BatchView v;
+      CHECK(parse_payload(all[i].payload, v) ==
+            (i == 1 ? replication::BatchError::bad_checksum : replication::BatchError::ok));
     }
   }
 }

@@ -30,10 +30,9 @@ TEST_CASE("group commit: concurrent appenders are durable on return", "[wal][con
   REQUIRE(w.close().ok());
 
   for (const auto& f : read_each_seq_once(dir.path(), kThreads * kPerThread)) {
-    RecordReader rr(f.payload);
-    RecordView r;
-    REQUIRE(rr.next(&r));
-    CHECK(r.seq == f.first_seq);
+    replication::BatchView v;
+    REQUIRE(parse_payload(f.payload, v) == replication::BatchError::ok);
+    CHECK(v.header.first_seq == f.first_seq);
   }
 }
 

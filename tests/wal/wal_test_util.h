@@ -11,13 +11,15 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "rdmarepl/replication/detail/batch_format.h"
 #include "rdmarepl/wal/format.h"
 #include "rdmarepl/wal/layout.h"
 #include "rdmarepl/wal/reader.h"
-#include "rdmarepl/wal/record.h"
 #include "rdmarepl/wal/reporter.h"
 
 namespace rdmarepl::wal::test {
@@ -183,15 +185,50 @@ inline std::vector<uint8_t> bytes_of(const std::string& s) {
   return {s.begin(), s.end()};
 }
 
-// A batch of `n` puts with seqs first..first+n-1 and `value_size`-byte values.
-inline BatchBuilder make_batch(uint64_t first, uint32_t n, size_t value_size = 10) {
-  BatchBuilder b;
-  for (uint32_t i = 0; i < n; ++i) {
-    std::string key = "key-" + std::to_string(first + i);
-    std::string value(value_size, static_cast<char>('a' + (first + i) % 26));
-    b.add(RecordView{first + i, 1000 + first + i, Op::put, key, value});
+// A replication batch (docs/wire_format.md, "Replication batches": what the product frames
+// in its log) of `n` puts with seqs first..first+n-1, timestamps 1000 + seq and
+// `value_size`-byte values, encoded by the product's BatchBuilder.
+class TestBatch {
+ public:
+  TestBatch(uint64_t first, uint32_t n, size_t value_size, uint16_t shard = 0)
+      : first_(first), count_(n) {
+    std::vector<std::string> keys;
+    size_t total = replication::kBatchHeaderSize;
+    for (uint32_t i = 0; i < n; ++i) {
+      keys.push_back("key-" + std::to_string(first + i));
+      total += replication::record_size(keys.back().size(), value_size);
+    }
+    bytes_.resize(replication::align_batch(total));
+    replication::BatchBuilder b;
+    b.start(reinterpret_cast<std::byte*>(bytes_.data()), bytes_.size(), shard, first);
+    for (uint32_t i = 0; i < n; ++i) {
+      const std::string value(value_size, static_cast<char>('a' + (first + i) % 26));
+      b.add(replication::Op::put, keys[i], value, 1000 + first + i);
+    }
+    if (b.seal() != bytes_.size()) throw std::logic_error("TestBatch: size mismatch");
   }
-  return b;
+  [[nodiscard]] std::span<const uint8_t> bytes() const noexcept { return bytes_; }
+  [[nodiscard]] uint32_t count() const noexcept { return count_; }
+  [[nodiscard]] uint64_t first_seq() const noexcept { return first_; }
+  [[nodiscard]] uint64_t last_seq() const noexcept { return first_ + count_ - 1; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  uint64_t first_;
+  uint32_t count_;
+};
+
+inline TestBatch make_batch(uint64_t first, uint32_t n, size_t value_size = 10) {
+  return TestBatch(first, n, value_size);
+}
+
+// The replication batch a WAL frame's payload holds; BatchError::ok only when it parses.
+inline replication::BatchError parse_payload(std::span<const uint8_t> payload,
+                                             replication::BatchView& out) {
+  return replication::parse_batch(
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(payload.data()),
+                                 payload.size()),
+      out);
 }
 
 }  // namespace rdmarepl::wal::test

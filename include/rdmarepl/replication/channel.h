@@ -23,7 +23,8 @@
 #include <utility>
 
 #include "rdmarepl/core/result.h"
-#include "rdmarepl/replication/channel_core.h"
+#include "rdmarepl/replication/detail/apply_records.h"
+#include "rdmarepl/replication/detail/channel_core.h"
 #include "rdmarepl/replication/options.h"
 #include "rdmarepl/replication/store.h"
 #include "rdmarepl/replication/ticket.h"
@@ -50,7 +51,7 @@ class ReplicationChannel {
       const ChannelOptions& options, S& store, std::unique_ptr<transport::Transport> transport) {
     StoreHooks hooks;
     hooks.store = &store;
-    hooks.apply = &apply_thunk;
+    hooks.apply_batch = &apply_batch_thunk;
     if constexpr (SnapshottableStore<S>) {
       hooks.snapshot = &snapshot_thunk;
       hooks.restore = &restore_thunk;
@@ -155,8 +156,9 @@ class ReplicationChannel {
  private:
   explicit ReplicationChannel(std::unique_ptr<ChannelCore> core) noexcept
       : core_(std::move(core)) {}
-  static void apply_thunk(void* store, const Record& record) {
-    static_cast<S*>(store)->apply(record);
+  static uint64_t apply_batch_thunk(void* store, const BatchView& batch, uint64_t after,
+                                    uint64_t& skipped) {
+    return detail::apply_records(*static_cast<S*>(store), batch, after, skipped);
   }
   template <class F>
   static void run_boxed(void* ctx, Ticket ticket, const Status& status) noexcept {

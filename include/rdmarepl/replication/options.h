@@ -13,11 +13,9 @@
 
 #include "rdmarepl/core/result.h"
 #include "rdmarepl/transport/types.h"
-#include "rdmarepl/tuning/heuristic_tuner.h"
 #include "rdmarepl/tuning/knobs.h"
-#include "rdmarepl/tuning/registry.h"
 #include "rdmarepl/tuning/tuner.h"
-#include "rdmarepl/tuning/xgboost_tuner.h"
+#include "rdmarepl/tuning/tuner_options.h"
 
 namespace rdmarepl::replication {
 

@@ -4,21 +4,9 @@
 #pragma once
 
 #include "rdmarepl/tuning/tuner.h"
+#include "rdmarepl/tuning/tuner_options.h"
 
 namespace rdmarepl::tuning {
-
-struct HeuristicOptions {
-  // On a p99 above the target the batch shrinks by this factor (multiplicative decrease).
-  double decrease_factor = 0.5;
-  // Otherwise it grows by this many bounds.batch_bytes.step units (additive increase).
-  uint32_t increase_steps = 4;
-  // Above this CPU utilisation a shard is dropped: more threads would only contend.
-  double cpu_high = 0.85;
-  // Below this CPU utilisation a shard is added when latency is breached or batches queue up.
-  double cpu_low = 0.5;
-  // Queued batches per active shard above which the channel counts as backlogged.
-  double queue_per_shard_high = 2.0;
-};
 
 class HeuristicTuner final : public Tuner {
  public:

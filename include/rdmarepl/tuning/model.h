@@ -16,6 +16,7 @@
 
 #include "rdmarepl/core/result.h"
 #include "rdmarepl/tuning/tuner.h"
+#include "rdmarepl/tuning/tuner_options.h"
 
 namespace rdmarepl::tuning {
 
@@ -37,21 +38,6 @@ struct TrainOptions {
   double subsample = 0.8;
   uint64_t seed = 1;
   int nthread = 1;  // training threads; OpenMP spin-waiting makes more a loss on a busy host
-};
-
-enum class UpdateMode {
-  add_trees,       // further boosting rounds fitted to the new samples
-  refresh_leaves,  // re-fit the leaf values of the existing trees; the model does not grow
-};
-
-struct UpdateOptions {
-  UpdateMode mode = UpdateMode::add_trees;
-  int rounds = 5;  // boosting rounds for add_trees
-  double eta = 0.2;
-  int max_depth = 6;
-  // add_trees switches to refresh_leaves once a target has this many trees, which bounds the
-  // decision cost of a long-running tuner.
-  int max_trees = 150;
 };
 
 struct EvalReport {

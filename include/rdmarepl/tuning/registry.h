@@ -11,13 +11,10 @@
 #include <vector>
 
 #include "rdmarepl/core/result.h"
-#include "rdmarepl/tuning/heuristic_tuner.h"
 #include "rdmarepl/tuning/tuner.h"
-#include "rdmarepl/tuning/xgboost_tuner.h"
+#include "rdmarepl/tuning/tuner_options.h"
 
 namespace rdmarepl::tuning {
-
-inline constexpr std::string_view kDefaultTuner = "xgboost";
 
 // Everything a factory may need. Each tuner reads the parts that concern it.
 struct TunerConfig {

@@ -18,31 +18,9 @@
 #include "rdmarepl/core/result.h"
 #include "rdmarepl/tuning/model.h"
 #include "rdmarepl/tuning/tuner.h"
+#include "rdmarepl/tuning/tuner_options.h"
 
 namespace rdmarepl::tuning {
-
-struct XgboostOptions {
-  // Model file; "" means default_model_path().
-  std::string model_path;
-  // Multiplicative step of batch size, flush delay, poll interval and pool size per decision.
-  double max_factor = 2.0;
-  // Predicted improvement (relative) needed to move at all: keeps the knobs from flapping
-  // between candidates whose predictions differ by less than the model's error.
-  double min_gain = 0.05;
-  // Candidates whose predicted throughput is within this share of the best count as ties;
-  // among ties the lowest predicted p99 wins.
-  double tie_share = 0.02;
-  // Revert a move when measured throughput < predicted * (1 - margin) or measured p99 >
-  // predicted * (1 + margin), unless the outcome still beat the window before the move.
-  double revert_margin = 0.3;
-  int hold_after_revert = 5;
-  // Online learning: live samples go into a ring of this capacity; every `refresh_every`
-  // samples the model is updated from the ring (in the caller of learn(), i.e. the tuner's
-  // thread). 0 disables online learning.
-  std::size_t ring_capacity = 2048;
-  std::size_t refresh_every = 256;
-  UpdateOptions update;
-};
 
 struct XgboostTunerStats {
   uint64_t decisions = 0;

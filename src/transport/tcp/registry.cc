@@ -1,4 +1,4 @@
-#include "rdmarepl/transport/tcp/registry.h"
+#include "registry.h"
 
 #include <fmt/format.h>
 

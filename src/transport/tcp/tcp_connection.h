@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "frame.h"
 #include "rdmarepl/transport/bootstrap/socket.h"
-#include "rdmarepl/transport/tcp/frame.h"
-#include "rdmarepl/transport/tcp/registry.h"
 #include "rdmarepl/transport/transport.h"
+#include "registry.h"
 
 namespace rdmarepl::transport::tcp {
 

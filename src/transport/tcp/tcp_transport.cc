@@ -7,7 +7,7 @@
 
 #include "rdmarepl/transport/bootstrap/handshake.h"
 #include "rdmarepl/transport/bootstrap/socket.h"
-#include "rdmarepl/transport/tcp/registry.h"
+#include "registry.h"
 #include "tcp_connection.h"
 
 namespace rdmarepl::transport::tcp {

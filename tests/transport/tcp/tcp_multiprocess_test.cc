@@ -15,8 +15,8 @@
 #include "rdmarepl/core/crc32c.h"
 #include "rdmarepl/transport/bootstrap/handshake.h"
 #include "rdmarepl/transport/bootstrap/socket.h"
-#include "rdmarepl/transport/tcp/frame.h"
 #include "rdmarepl/transport/tcp/tcp_transport.h"
+#include "transport/tcp/frame.h"
 
 using namespace rdmarepl;
 using namespace rdmarepl::transport;

@@ -1,5 +1,6 @@
 // The replication batch: the unit that is encoded once into registered memory, written into
-// a follower's ring with write-with-immediate, and (later) appended to the WAL unchanged.
+// a follower's ring with write-with-immediate, and appended to the WAL unchanged (one frame
+// per batch). It is the product's one record format, on the wire and in the log.
 // docs/wire_format.md ("Replication batches") is the truth; these constants mirror it.
 //
 // batch  := header(32) record* padding(to a multiple of 8)
@@ -15,6 +16,7 @@
 #include <span>
 #include <string_view>
 
+#include "rdmarepl/core/byte_order.h"
 #include "rdmarepl/replication/record.h"
 
 namespace rdmarepl::replication {
@@ -26,6 +28,17 @@ inline constexpr size_t kRecordHeaderSize = 28;
 // Batches start at multiples of 8 in rings so that an offset fits the immediate in 8-byte
 // units (docs/wire_format.md, "Immediates").
 inline constexpr size_t kBatchAlign = 8;
+
+// Record field offsets (docs/wire_format.md, "Replication batches"). They are here, with the
+// cursor that reads them, so that the follower's apply loop inlines (detail/apply_records.h).
+inline constexpr size_t kRecOp = 0;
+inline constexpr size_t kRecFlags = 1;
+inline constexpr size_t kRecReserved = 2;
+inline constexpr size_t kRecKeyLen = 4;
+inline constexpr size_t kRecValueLen = 8;
+inline constexpr size_t kRecSeq = 12;
+inline constexpr size_t kRecTimestamp = 20;
+static_assert(kRecTimestamp + 8 == kRecordHeaderSize);
 
 constexpr size_t align_batch(size_t n) noexcept {
   return (n + kBatchAlign - 1) & ~(kBatchAlign - 1);
@@ -117,8 +130,22 @@ class RecordCursor {
       : p_(batch.payload),
         end_(batch.payload + batch.header.payload_len),
         shard_(batch.header.shard) {}
-  // Fills `out` and returns true, or returns false at the end.
-  bool next(Record& out) noexcept;
+  // Fills `out` and returns true, or returns false at the end. Inline: it runs once per
+  // applied record.
+  bool next(Record& out) noexcept {
+    if (p_ >= end_) return false;
+    const uint32_t key_len = load_be32(p_ + kRecKeyLen);
+    const uint32_t value_len = load_be32(p_ + kRecValueLen);
+    out.op = static_cast<Op>(p_[kRecOp]);
+    out.seq = load_be64(p_ + kRecSeq);
+    out.timestamp = load_be64(p_ + kRecTimestamp);
+    out.shard = shard_;
+    const auto* k = reinterpret_cast<const char*>(p_ + kRecordHeaderSize);
+    out.key = std::string_view(k, key_len);
+    out.value = std::string_view(k + key_len, value_len);
+    p_ += kRecordHeaderSize + key_len + value_len;
+    return true;
+  }
 
  private:
   const std::byte* p_;

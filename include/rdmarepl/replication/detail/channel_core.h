@@ -11,6 +11,7 @@
 
 #include "rdmarepl/core/result.h"
 #include "rdmarepl/replication/channel_metrics.h"
+#include "rdmarepl/replication/detail/batch_format.h"
 #include "rdmarepl/replication/options.h"
 #include "rdmarepl/replication/record.h"
 #include "rdmarepl/replication/store.h"
@@ -22,16 +23,19 @@
 
 namespace rdmarepl::replication {
 
-// Called by a follower for each record, in seq order per shard (and by any channel that
-// recovers from its write-ahead log). `store` is opaque here.
-using ApplyFn = void (*)(void* store, const Record& record);
+// Applies the records of a checked batch whose seq is above `after`, in order, to the store
+// (detail::apply_records instantiated for it); returns the last seq applied and counts the
+// records at or below `after` in `skipped`. Called by a follower for each batch, and by any
+// channel that recovers from its write-ahead log. `store` is opaque here.
+using ApplyBatchFn = uint64_t (*)(void* store, const BatchView& batch, uint64_t after,
+                                  uint64_t& skipped);
 // The optional checkpoint hooks of a SnapshottableStore (null when the store has none).
 using SnapshotFn = Status (*)(void* store, SnapshotWriter& out);
 using RestoreFn = Status (*)(void* store, SnapshotReader& in);
 
 struct StoreHooks {
   void* store = nullptr;
-  ApplyFn apply = nullptr;
+  ApplyBatchFn apply_batch = nullptr;
   SnapshotFn snapshot = nullptr;
   RestoreFn restore = nullptr;
 };
