@@ -11,7 +11,7 @@ Result<std::unique_ptr<ChannelCore>> ChannelCore::create(
     const StoreHooks& store) {
   RDMAREPL_TRY(validate(options));
   if (!transport) {
-    auto t = select_transport(options.transport);
+    auto t = select_transport(options.transport, options.rdma_cm);
     if (!t.ok()) return std::move(t).error();
     transport = std::move(t).value();
   }

@@ -91,6 +91,10 @@ Status validate(const ChannelOptions& o) {
         fmt::format("ChannelOptions::shards = {} is out of range; use 1..1024 (one "
                     "connection per shard and follower)",
                     o.shards));
+  if (o.rdma_cm && o.transport == TransportKind::tcp)
+    return bad(
+        "ChannelOptions::rdma_cm = true sets verbs connections up with RDMA CM, but "
+        "transport = tcp; use transport = verbs (or automatic), or leave rdma_cm false");
   if (o.ring_bytes % kBatchAlign != 0 || o.ring_bytes < 64 * 1024 || o.ring_bytes > kMaxRingBytes)
     return bad(
         fmt::format("ChannelOptions::ring_bytes = {} must be a multiple of 8 between 64 KiB "

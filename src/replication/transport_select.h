@@ -11,7 +11,9 @@
 namespace rdmarepl::replication {
 
 // Errc::no_device / Errc::unsupported with a clear message when verbs is demanded but the
-// build lacks it or no active device exists.
-Result<std::unique_ptr<transport::Transport>> select_transport(TransportKind kind);
+// build lacks it or no active device exists. `rdma_cm`: a verbs transport sets its
+// connections up with RDMA CM (ChannelOptions::rdma_cm; a TCP transport ignores it).
+Result<std::unique_ptr<transport::Transport>> select_transport(TransportKind kind,
+                                                               bool rdma_cm = false);
 
 }  // namespace rdmarepl::replication

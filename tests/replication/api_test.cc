@@ -127,6 +127,18 @@ TEST_CASE("options validation names the field and the fix", "[options]") {
     o.retain_bytes = 0;
     CHECK(validate(o).ok());
   }
+  SECTION("RDMA CM set-up needs a verbs transport") {
+    o.rdma_cm = true;
+    o.transport = TransportKind::tcp;
+    auto st = validate(o);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().message().find("rdma_cm") != std::string::npos);
+    CHECK(st.error().message().find("transport = verbs") != std::string::npos);
+    o.transport = TransportKind::verbs;
+    CHECK(validate(o).ok());
+    o.transport = TransportKind::automatic;
+    CHECK(validate(o).ok());
+  }
 }
 
 TEST_CASE("handshake payloads round-trip and reject garbage", "[hello]") {

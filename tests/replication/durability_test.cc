@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <random>
@@ -550,16 +551,20 @@ struct ApplyOnlyStore {
 // A follower stops, the leader writes until its log no longer reaches back to it, the
 // follower comes back: checkpoint, then the log tail, while writes continue; then a restart
 // of that follower recovers from the received checkpoint. Over the loopback transport
-// (`kind` = automatic), or the real TCP or verbs transport on 127.0.0.1.
-static void ship_scenario(TransportKind kind, uint16_t port0) {
+// (`kind` = automatic), or the real TCP or verbs transport on 127.0.0.1 (with `rdma_cm`:
+// verbs set up through RDMA CM on `host`, an address of the RDMA device, with a key).
+static void ship_scenario(TransportKind kind, uint16_t port0, bool rdma_cm = false,
+                          const std::string& host = "127.0.0.1") {
   TempDir ldir, fdir;
   auto fabric = std::make_shared<LoopbackFabric>();
   auto o = shipping_options();
   const bool tcp = kind != TransportKind::automatic;  // a real transport, not loopback
   if (tcp) o.transport = kind;
+  o.rdma_cm = rdma_cm;
+  if (rdma_cm) o.pre_shared_key = "checkpoint shipping over RDMA CM";
   auto follower_at = [&](uint16_t port, const std::string& wal) {
     auto f = follower_options(o, port, wal);
-    if (tcp) f.listen = {"127.0.0.1", port};
+    if (tcp) f.listen = {host, port};
     return f;
   };
   auto open = [&](const ChannelOptions& co, MapStore& store) {
@@ -579,7 +584,7 @@ static void ship_scenario(TransportKind kind, uint16_t port0) {
   const auto f2o = follower_at(p2, fdir.path());
   auto lo = leader_options(o, {p1, p2}, ldir.path());
   if (tcp)
-    for (auto& peer : lo.peers) peer.host = "127.0.0.1";
+    for (auto& peer : lo.peers) peer.host = host;
   lo.catchup_bytes_per_sec = 16 << 20;  // paced catch-up (checkpoint chunks and batches)
   auto leader = open(lo, expected);
   wait_committed(*leader, write_records(*leader, expected, 500, 30));
@@ -642,6 +647,17 @@ TEST_CASE("checkpoint shipping over the verbs transport", "[durability][.verbs]"
     return;
   }
   ship_scenario(TransportKind::verbs, 0);
+}
+
+// Hidden, like the case above (and run in the same VM): the channel sets its verbs
+// connections up with RDMA CM on the VM's rxe0 address, authenticated with a key.
+TEST_CASE("checkpoint shipping over verbs set up with RDMA CM", "[durability][.verbs]") {
+  if (auto t = replication::select_transport(TransportKind::verbs, true); !t.ok()) {
+    WARN("skipped: " << t.error().message());
+    return;
+  }
+  const char* addr = std::getenv("RDMAREPL_RXE_ADDR");
+  ship_scenario(TransportKind::verbs, 0, true, addr != nullptr ? addr : "10.9.0.1");
 }
 
 TEST_CASE(

@@ -93,6 +93,12 @@ struct ChannelOptions {
   transport::Endpoint listen;
   TransportKind transport = TransportKind::automatic;
   std::string pre_shared_key;  // empty: no handshake authentication
+  // How the verbs transport the channel creates sets connections up: false, over a TCP
+  // socket to the same host:port (the bootstrap handshake); true, with RDMA CM (librdmacm),
+  // the handshake then running over the new QP (docs/verbs.md, "RDMA CM"). peers and listen
+  // must then be IP addresses of the RDMA device's interface. transport=automatic uses it
+  // when it picks verbs; transport=tcp refuses it.
+  bool rdma_cm = false;
 
   AckMode ack_mode = AckMode::all;
   AwayPolicy away_policy = AwayPolicy::wait;

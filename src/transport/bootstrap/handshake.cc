@@ -27,6 +27,10 @@ static_assert(kMacBytes == 32);
 constexpr size_t kMaxReasonBytes = 1024;
 // A refused peer is told why with this much patience at most: it may already be gone.
 constexpr auto kRejectGrace = std::chrono::milliseconds(500);
+// Open + Proof + Hello (each MAC'd) + a Reject: more than any side sends (handshake.h).
+static_assert(3 * kHeaderBytes + kOpenBytes + kMaxHelloBytes + 2 * kMacBytes + kHeaderBytes + 2 +
+                  kMaxReasonBytes <=
+              kMaxBytesSent);
 
 constexpr std::string_view kLabelClientProof = "rdmarepl/1 initiator proof";
 constexpr std::string_view kLabelServerHello = "rdmarepl/1 responder hello";
@@ -50,8 +54,8 @@ const char* msg_name(uint8_t type) {
 
 class Session {
  public:
-  Session(int fd, Role role, std::string_view key, Deadline deadline)
-      : fd_(fd), role_(role), key_(key), deadline_(deadline), peer_(peer_address(fd)) {}
+  Session(BytePipe& pipe, Role role, std::string_view key, Deadline deadline)
+      : pipe_(pipe), role_(role), key_(key), deadline_(deadline), peer_(pipe.peer()) {}
 
   Result<Hello> run(const Hello& mine) {
     auto result = role_ == Role::initiator ? run_initiator(mine) : run_responder(mine);
@@ -175,7 +179,7 @@ class Session {
       auto m = mac(label, std::span(msg).first(kHeaderBytes + body.size()));
       std::copy(m.begin(), m.end(), msg.end() - kMacBytes);
     }
-    RDMAREPL_TRY(send_all(fd_, msg, deadline_, peer_));
+    RDMAREPL_TRY(pipe_.send(msg, deadline_));
     transcript_.insert(transcript_.end(), msg.begin(), msg.end());
     return ok_status();
   }
@@ -200,7 +204,7 @@ class Session {
   // verifies its MAC when `label` is set and we have a key. Returns the body without MAC.
   Result<std::vector<uint8_t>> recv(Msg want, std::string_view label) {
     std::array<uint8_t, kHeaderBytes> header{};
-    RDMAREPL_TRY(recv_exact(fd_, header, deadline_, peer_));
+    RDMAREPL_TRY(pipe_.recv_exact(header, deadline_));
     uint8_t type = header[0];
     uint32_t length = load_be32(header.data() + 4);
     bool known = type >= static_cast<uint8_t>(Msg::open) && type <= static_cast<uint8_t>(Msg::done);
@@ -230,7 +234,7 @@ class Session {
                                msg_name(type), length, max_body(got)));
     }
     std::vector<uint8_t> body(length);
-    RDMAREPL_TRY(recv_exact(fd_, body, deadline_, peer_));
+    RDMAREPL_TRY(pipe_.recv_exact(body, deadline_));
     if (got == Msg::reject) return rejected(body);
 
     std::vector<uint8_t> bytes(header.begin(), header.end());
@@ -283,7 +287,7 @@ class Session {
     store_be32(msg.data() + 4, static_cast<uint32_t>(body.size()));
     msg.insert(msg.end(), body.begin(), body.end());
     auto grace = Deadline::after(kRejectGrace);
-    (void)send_all(fd_, msg, grace, peer_);
+    (void)pipe_.send(msg, grace);
     return why;
   }
 
@@ -294,7 +298,7 @@ class Session {
                              role_ == Role::initiator ? "initiator" : "responder", e.message()));
   }
 
-  int fd_;
+  BytePipe& pipe_;
   Role role_;
   std::string_view key_;
   Deadline deadline_;
@@ -305,8 +309,8 @@ class Session {
 
 }  // namespace
 
-Result<Hello> exchange(int fd, const Hello& mine, Role role, std::string_view pre_shared_key,
-                       Deadline deadline) {
+Result<Hello> exchange(BytePipe& pipe, const Hello& mine, Role role,
+                       std::string_view pre_shared_key, Deadline deadline) {
   if (sodium_init() < 0) {
     return Error(Errc::unsupported,
                  "libsodium failed to initialise (no entropy source?); check /dev/urandom");
@@ -316,11 +320,17 @@ Result<Hello> exchange(int fd, const Hello& mine, Role role, std::string_view pr
                  fmt::format("Hello.version is {}, this build speaks {}; leave it at the default",
                              mine.version, kProtocolVersion));
   }
+  Session session(pipe, role, pre_shared_key, deadline);
+  return session.run(mine);
+}
+
+Result<Hello> exchange(int fd, const Hello& mine, Role role, std::string_view pre_shared_key,
+                       Deadline deadline) {
   int flags = ::fcntl(fd, F_GETFL);
   if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0)
     return errno_error(errno, "fcntl(O_NONBLOCK) on the bootstrap socket");
-  Session session(fd, role, pre_shared_key, deadline);
-  return session.run(mine);
+  SocketPipe pipe(fd);
+  return exchange(pipe, mine, role, pre_shared_key, deadline);
 }
 
 }  // namespace rdmarepl::transport::bootstrap

@@ -1,4 +1,7 @@
-// RDMA CM set-up. Our QP is created by us on the transport's PD (not by rdma_create_qp, whose
+// RDMA CM set-up. The CM private data carries only each side's handshake landing buffer;
+// once the QP is connected, the bootstrap handshake (the same authenticated exchange as over
+// TCP) runs over the QP itself (cm_pipe.h) and yields the peer's node id, regions and
+// app_data. Our QP is created by us on the transport's PD (not by rdma_create_qp, whose
 // context would be librdmacm's own), so both sides drive the QP through the states with
 // rdma_init_qp_attr: the passive side goes to RTR before rdma_accept and to RTS on
 // ESTABLISHED; the active side goes to RTR and RTS on CONNECT_RESPONSE, then rdma_establish.
@@ -10,59 +13,69 @@
 #include <netdb.h>
 #include <poll.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 
+#include "cm_pipe.h"
 #include "rdmarepl/core/log.h"
 
 namespace rdmarepl::transport::verbs {
 namespace {
 
 constexpr uint8_t kMagic = 'R';
-constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersion = 2;  // 1: ring descriptors in the private data, no handshake
+constexpr size_t kPrivateBytes = 4 + RemoteRegion::kWireSize;
 constexpr int kResolveTimeoutMs = 2000;
 
-std::vector<uint8_t> encode_regions(const std::vector<RemoteRegion>& regions) {
-  std::vector<uint8_t> out(4 + regions.size() * RemoteRegion::kWireSize, 0);
+// The CM private data: magic u8 'R' | version u8 | handshake writes u8 | reserved u8 |
+// landing buffer (RemoteRegion wire format, 16 bytes). docs/wire_format.md, "RDMA CM set-up".
+std::array<uint8_t, kPrivateBytes> encode_private(const RemoteRegion& landing) {
+  std::array<uint8_t, kPrivateBytes> out{};
   out[0] = kMagic;
   out[1] = kVersion;
-  out[2] = static_cast<uint8_t>(regions.size());
-  for (size_t i = 0; i < regions.size(); ++i)
-    regions[i].serialize(out.data() + 4 + i * RemoteRegion::kWireSize);
+  out[2] = static_cast<uint8_t>(kCmHandshakeWrites);
+  landing.serialize(out.data() + 4);
   return out;
 }
 
-Result<std::vector<RemoteRegion>> decode_regions(std::span<const uint8_t> in,
-                                                 std::string_view who) {
-  if (in.size() < 4 || in[0] != kMagic || in[1] != kVersion) {
+Result<RemoteRegion> decode_private(std::span<const uint8_t> in, std::string_view who) {
+  // The CM pads private data, so it may be longer than what was sent, never shorter.
+  if (in.size() < kPrivateBytes || in[0] != kMagic) {
     return Error(Errc::protocol_error,
-                 fmt::format("{}: the RDMA CM private data is not an rdmarepl ring descriptor "
-                             "list ({} bytes); is the peer an rdmarepl verbs endpoint in CM mode?",
+                 fmt::format("{}: the RDMA CM private data is not an rdmarepl connection "
+                             "request ({} bytes); is the peer an rdmarepl verbs endpoint in CM "
+                             "mode?",
                              who, in.size()));
   }
-  const size_t n = in[2];
-  // The CM pads private data, so it may be longer than what was sent, never shorter.
-  if (in.size() < 4 + n * RemoteRegion::kWireSize) {
-    return Error(
-        Errc::protocol_error,
-        fmt::format("{}: private data announces {} regions but has {} bytes", who, n, in.size()));
+  if (in[1] != kVersion || in[2] != kCmHandshakeWrites) {
+    return Error(Errc::unsupported,
+                 fmt::format("{}: the peer speaks RDMA CM set-up version {} ({} handshake "
+                             "writes), we speak version {} ({}); run the same rdmarepl release "
+                             "on both nodes",
+                             who, in[1], in[2], kVersion, kCmHandshakeWrites));
   }
-  std::vector<RemoteRegion> out;
-  for (size_t i = 0; i < n; ++i)
-    out.push_back(RemoteRegion::deserialize(in.data() + 4 + i * RemoteRegion::kWireSize));
-  return out;
+  return RemoteRegion::deserialize(in.data() + 4);
 }
 
-Status check_options(const ConnectionOptions& o, size_t max_regions) {
-  if (!o.pre_shared_key.empty() || !o.app_data.empty() || o.regions.size() > max_regions) {
-    return Error(Errc::unsupported,
-                 fmt::format("RDMA CM mode carries only up to {} ring descriptors (got {}), no "
-                             "pre-shared key ({}) and no app_data ({} bytes); use the TCP "
-                             "bootstrap (use_rdma_cm=false) for those",
-                             max_regions, o.regions.size(),
-                             o.pre_shared_key.empty() ? "none" : "set", o.app_data.size()));
-  }
-  return {};
+rdma_conn_param conn_param(const TransportState& s, const ibv_qp& qp,
+                           std::span<const uint8_t> private_data) {
+  rdma_conn_param param{};
+  param.private_data = private_data.data();
+  param.private_data_len = static_cast<uint8_t>(private_data.size());
+  param.qp_num = qp.qp_num;
+  param.responder_resources = s.options.qp.max_rd_atomic;
+  param.initiator_depth = s.options.qp.max_rd_atomic;
+  param.retry_count = s.options.qp.retry_cnt;
+  param.rnr_retry_count = s.options.qp.rnr_retry;
+  return param;
+}
+
+std::string cm_peer_address(rdma_cm_id* id) {
+  char addr[INET6_ADDRSTRLEN] = "?";
+  auto* peer = reinterpret_cast<sockaddr_in*>(rdma_get_peer_addr(id));
+  inet_ntop(AF_INET, &peer->sin_addr, addr, sizeof addr);
+  return fmt::format("{}:{}", addr, ntohs(rdma_get_dst_port(id)));
 }
 
 Result<sockaddr_storage> resolve(const Endpoint& where) {
@@ -161,9 +174,7 @@ class CmListener final : public Listener {
 
   Result<std::unique_ptr<Connection>> accept(const ConnectionOptions& options,
                                              std::chrono::milliseconds timeout) override {
-    RDMAREPL_TRY(check_options(options, kCmAcceptRegions));
-    auto deadline = Deadline::after(timeout);
-    auto req = expect(channel_.get(), RDMA_CM_EVENT_CONNECT_REQUEST, deadline,
+    auto req = expect(channel_.get(), RDMA_CM_EVENT_CONNECT_REQUEST, Deadline::after(timeout),
                       fmt::format("RDMA CM listener {}", local_.to_string()));
     if (!req) return req.error();
     CmIdHandle child(req->id);
@@ -177,8 +188,10 @@ class CmListener final : public Listener {
       (void)rdma_reject(child.get(), nullptr, 0);
       return errno_error(errno, "rdma_migrate_id");
     }
+    // `timeout` bounds the wait for a request; the set-up has connect_timeout, as over TCP.
     auto conn = VerbsConnection::establish_cm_passive(state_, std::move(*ch), std::move(child),
-                                                      req->private_data, options, deadline);
+                                                      req->private_data, options,
+                                                      Deadline::after(options.connect_timeout));
     if (!conn) return conn.error();
     return std::unique_ptr<Connection>(std::move(*conn));
   }
@@ -228,44 +241,67 @@ Status VerbsConnection::modify_from_cm(ibv_qp_state target) {
   return {};
 }
 
+Result<std::unique_ptr<CmPipe>> VerbsConnection::cm_prepare(const ConnectionOptions& options) {
+  handshake_recvs_ = kCmHandshakeWrites;
+  RDMAREPL_TRY(same_device(*state_, cm_id_.get(), name_));
+  RDMAREPL_TRY(create_resources(options));
+  RDMAREPL_TRY(modify_from_cm(IBV_QPS_INIT));
+  CmPipe::Queues q{state_->device->pd(), qp_.get(),      state_->srq.get(), send_cq_.get(),
+                   recv_cq_.get(),       channel_.get(), cm_channel_.get()};
+  auto pipe = CmPipe::create(q, name_);
+  if (!pipe) return pipe.error();
+  // After the pipe's receives: the handshake's writes consume those, the data path's these.
+  RDMAREPL_TRY(post_initial_recvs(options));
+  return pipe;
+}
+
+Status VerbsConnection::cm_handshake(CmPipe& pipe, bootstrap::Role role,
+                                     const ConnectionOptions& options, Deadline deadline) {
+  bootstrap::Hello hello;
+  hello.kind = bootstrap::TransportKind::verbs;
+  hello.node_id = options.node_id;
+  hello.regions = options.regions;
+  hello.app_data = options.app_data;
+  auto theirs = bootstrap::exchange(pipe, hello, role, options.pre_shared_key, deadline);
+  if (!theirs) return theirs.error();
+  name_ = fmt::format("verbs (RDMA CM) connection with {} ({})", theirs->node_id, peer_.address);
+  pipe.set_name(name_);
+  RDMAREPL_TRY(pipe.finish(deadline));
+  peer_.node_id = theirs->node_id;
+  peer_.regions = std::move(theirs->regions);
+  peer_.app_data = std::move(theirs->app_data);
+  log::debug("{}: QP {:#x} in RTS over RDMA CM (path MTU {}, PSN {:#x})", name_, qp_->qp_num,
+             mtu_name(path_mtu_), local_psn_);
+  return {};
+}
+
 Result<std::unique_ptr<VerbsConnection>> VerbsConnection::establish_cm_passive(
     std::shared_ptr<TransportState> state, CmChannelHandle channel, CmIdHandle id,
     std::span<const uint8_t> request, const ConnectionOptions& options, Deadline deadline) {
   std::unique_ptr<VerbsConnection> c(new VerbsConnection(std::move(state)));
   c->cm_channel_ = std::move(channel);
   c->cm_id_ = std::move(id);
-  char addr[INET6_ADDRSTRLEN] = "?";
-  auto* peer = reinterpret_cast<sockaddr_in*>(rdma_get_peer_addr(c->cm_id_.get()));
-  inet_ntop(AF_INET, &peer->sin_addr, addr, sizeof addr);
-  c->peer_.address = fmt::format("{}:{}", addr, ntohs(rdma_get_dst_port(c->cm_id_.get())));
+  c->peer_.address = cm_peer_address(c->cm_id_.get());
   c->peer_.node_id = c->peer_.address;
   c->name_ = fmt::format("verbs (RDMA CM) connection with {}", c->peer_.address);
   auto reject = [&](Error e) {
     (void)rdma_reject(c->cm_id_.get(), nullptr, 0);
     return e;
   };
-  auto regions = decode_regions(request, c->name_);
-  if (!regions) return reject(regions.error());
-  c->peer_.regions = std::move(*regions);
-  if (auto st = same_device(*c->state_, c->cm_id_.get(), c->name_); !st) return reject(st.error());
-  if (auto st = c->create_resources(options); !st) return reject(st.error());
-  if (auto st = c->modify_from_cm(IBV_QPS_INIT); !st) return reject(st.error());
+  auto landing = decode_private(request, c->name_);
+  if (!landing) return reject(landing.error());
+  auto pipe = c->cm_prepare(options);
+  if (!pipe) return reject(pipe.error());
+  (*pipe)->set_peer_landing(*landing);
   if (auto st = c->modify_from_cm(IBV_QPS_RTR); !st) return reject(st.error());
-  if (auto st = c->post_initial_recvs(options); !st) return reject(st.error());
-  const auto mine = encode_regions(options.regions);
-  rdma_conn_param param{};
-  param.private_data = mine.data();
-  param.private_data_len = static_cast<uint8_t>(mine.size());
-  param.qp_num = c->qp_->qp_num;
-  param.responder_resources = c->state_->options.qp.max_rd_atomic;
-  param.initiator_depth = c->state_->options.qp.max_rd_atomic;
-  param.retry_count = c->state_->options.qp.retry_cnt;
-  param.rnr_retry_count = c->state_->options.qp.rnr_retry;
+  const auto mine = encode_private((*pipe)->landing());
+  auto param = conn_param(*c->state_, *c->qp_, mine);
   if (rdma_accept(c->cm_id_.get(), &param) != 0)
     return errno_error(errno, c->name_ + ": rdma_accept");
   auto est = expect(c->cm_channel_.get(), RDMA_CM_EVENT_ESTABLISHED, deadline, c->name_);
   if (!est) return est.error();
   RDMAREPL_TRY(c->modify_from_cm(IBV_QPS_RTS));
+  RDMAREPL_TRY(c->cm_handshake(**pipe, bootstrap::Role::responder, options, deadline));
   return c;
 }
 
@@ -275,36 +311,25 @@ Result<std::unique_ptr<VerbsConnection>> VerbsConnection::establish_cm_active(
   std::unique_ptr<VerbsConnection> c(new VerbsConnection(std::move(state)));
   c->cm_channel_ = std::move(channel);
   c->cm_id_ = std::move(id);
-  char addr[INET6_ADDRSTRLEN] = "?";
-  auto* peer = reinterpret_cast<sockaddr_in*>(rdma_get_peer_addr(c->cm_id_.get()));
-  inet_ntop(AF_INET, &peer->sin_addr, addr, sizeof addr);
-  c->peer_.address = fmt::format("{}:{}", addr, ntohs(rdma_get_dst_port(c->cm_id_.get())));
+  c->peer_.address = cm_peer_address(c->cm_id_.get());
   c->peer_.node_id = c->peer_.address;
   c->name_ = fmt::format("verbs (RDMA CM) connection to {}", c->peer_.address);
-  RDMAREPL_TRY(same_device(*c->state_, c->cm_id_.get(), c->name_));
-  RDMAREPL_TRY(c->create_resources(options));
-  RDMAREPL_TRY(c->modify_from_cm(IBV_QPS_INIT));
-  RDMAREPL_TRY(c->post_initial_recvs(options));
-  const auto mine = encode_regions(options.regions);
-  rdma_conn_param param{};
-  param.private_data = mine.data();
-  param.private_data_len = static_cast<uint8_t>(mine.size());
-  param.qp_num = c->qp_->qp_num;
-  param.responder_resources = c->state_->options.qp.max_rd_atomic;
-  param.initiator_depth = c->state_->options.qp.max_rd_atomic;
-  param.retry_count = c->state_->options.qp.retry_cnt;
-  param.rnr_retry_count = c->state_->options.qp.rnr_retry;
+  auto pipe = c->cm_prepare(options);
+  if (!pipe) return pipe.error();
+  const auto mine = encode_private((*pipe)->landing());
+  auto param = conn_param(*c->state_, *c->qp_, mine);
   if (rdma_connect(c->cm_id_.get(), &param) != 0)
     return errno_error(errno, c->name_ + ": rdma_connect");
   auto resp = expect(c->cm_channel_.get(), RDMA_CM_EVENT_CONNECT_RESPONSE, deadline, c->name_);
   if (!resp) return resp.error();
-  auto regions = decode_regions(resp->private_data, c->name_);
-  if (!regions) return regions.error();
-  c->peer_.regions = std::move(*regions);
+  auto landing = decode_private(resp->private_data, c->name_);
+  if (!landing) return landing.error();
+  (*pipe)->set_peer_landing(*landing);
   RDMAREPL_TRY(c->modify_from_cm(IBV_QPS_RTR));
   RDMAREPL_TRY(c->modify_from_cm(IBV_QPS_RTS));
   if (rdma_establish(c->cm_id_.get()) != 0)
     return errno_error(errno, c->name_ + ": rdma_establish");
+  RDMAREPL_TRY(c->cm_handshake(**pipe, bootstrap::Role::initiator, options, deadline));
   return c;
 }
 
@@ -330,7 +355,6 @@ Result<std::unique_ptr<Listener>> cm_listen(std::shared_ptr<TransportState> stat
 Result<std::unique_ptr<Connection>> cm_connect(std::shared_ptr<TransportState> state,
                                                const Endpoint& where,
                                                const ConnectionOptions& options) {
-  RDMAREPL_TRY(check_options(options, kCmConnectRegions));
   auto deadline = Deadline::after(options.connect_timeout);
   auto addr = resolve(where);
   if (!addr) return addr.error();

@@ -60,7 +60,8 @@ Status VerbsConnection::create_resources(const ConnectionOptions& options) {
   }
   const auto max_wr = static_cast<uint32_t>(dev.attr().max_qp_wr);
   const auto max_cqe = static_cast<uint32_t>(dev.attr().max_cqe);
-  if (sq_depth_ > max_wr || rq_depth_ > max_wr || sq_depth_ > max_cqe || rq_depth_ > max_cqe) {
+  const uint32_t rq_total = rq_depth_ + handshake_recvs_;
+  if (sq_depth_ > max_wr || rq_total > max_wr || sq_depth_ > max_cqe || rq_total > max_cqe) {
     return Error(Errc::too_large,
                  fmt::format("{}: queue depths {}/{} exceed what {} supports (max_qp_wr {}, "
                              "max_cqe {}); lower send_queue_depth / recv_queue_depth",
@@ -72,7 +73,8 @@ Status VerbsConnection::create_resources(const ConnectionOptions& options) {
   send_cq_.reset(
       ibv_create_cq(dev.context(), static_cast<int>(sq_depth_), nullptr, channel_.get(), 0));
   if (!send_cq_) return errno_error(errno, fmt::format("{}: ibv_create_cq({})", name_, sq_depth_));
-  const uint32_t rcq = state_->srq ? vo.srq_depth : rq_depth_;
+  // The recv CQ also holds the completions of the CM handshake's receives (cm_pipe.h).
+  const uint32_t rcq = (state_->srq ? vo.srq_depth : rq_depth_) + handshake_recvs_;
   recv_cq_.reset(ibv_create_cq(dev.context(), static_cast<int>(rcq), nullptr, channel_.get(), 0));
   if (!recv_cq_) return errno_error(errno, fmt::format("{}: ibv_create_cq({})", name_, rcq));
 
@@ -85,7 +87,7 @@ Status VerbsConnection::create_resources(const ConnectionOptions& options) {
   port_errors_at_start_ = state_->async_events.port_errors();
   init.sq_sig_all = 0;
   init.cap.max_send_wr = sq_depth_;
-  init.cap.max_recv_wr = state_->srq ? 0 : rq_depth_;
+  init.cap.max_recv_wr = state_->srq ? 0 : rq_total;
   init.cap.max_send_sge = 1;
   init.cap.max_recv_sge = 1;
   init.cap.max_inline_data = vo.max_inline_data;

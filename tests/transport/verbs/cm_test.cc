@@ -1,7 +1,12 @@
-// Connection set-up through RDMA CM (use_rdma_cm) on Soft-RoCE: ring descriptors travel in
-// the CM private data; the data path is the same as with the TCP bootstrap.
+// Connection set-up through RDMA CM (use_rdma_cm) on Soft-RoCE: the CM private data names
+// each side's handshake landing buffer, the bootstrap handshake runs over the connected QP
+// (node ids, regions, app_data, pre-shared key), and the data path is the same as with the
+// TCP bootstrap.
+#include <arpa/inet.h>
+
 #include <cstring>
 #include <future>
+#include <thread>
 
 #include "pair.h"
 
@@ -13,7 +18,130 @@ std::string vm_address() {
   return a != nullptr ? a : "10.9.0.1";
 }
 
+struct CmOutcome {
+  Result<std::unique_ptr<Connection>> client;
+  Result<std::unique_ptr<Connection>> server;
+};
+
+// Connects over RDMA CM with these options on each side; returns both sides' results.
+CmOutcome cm_connect_pair(Transport& t, ConnectionOptions so, ConnectionOptions co) {
+  auto listener = t.listen(Endpoint{vm_address(), 0});
+  REQUIRE(listener);
+  so.connect_timeout = co.connect_timeout = std::chrono::seconds(60);
+  auto accepted = std::async(std::launch::async,
+                             [&] { return (*listener)->accept(so, std::chrono::seconds(60)); });
+  auto client = t.connect((*listener)->local_endpoint(), co);
+  auto server = accepted.get();
+  return {std::move(client), std::move(server)};
+}
+
+// A bare CM id with no QP: sends connect requests the listener must judge by their private
+// data alone.
+struct RawCmClient {
+  CmChannelHandle ch{rdma_create_event_channel()};
+  CmIdHandle id;
+
+  rdma_cm_event_type next() {
+    rdma_cm_event* ev = nullptr;
+    REQUIRE(rdma_get_cm_event(ch.get(), &ev) == 0);
+    const auto type = ev->event;
+    rdma_ack_cm_event(ev);
+    return type;
+  }
+  // Sends one connect request carrying `private_data`; returns the answering event.
+  rdma_cm_event_type connect(const Endpoint& to, std::vector<uint8_t> private_data) {
+    REQUIRE(ch);
+    rdma_cm_id* raw = nullptr;
+    REQUIRE(rdma_create_id(ch.get(), &raw, nullptr, RDMA_PS_TCP) == 0);
+    id.reset(raw);
+    sockaddr_in dst{};
+    dst.sin_family = AF_INET;
+    dst.sin_port = htons(to.port);
+    REQUIRE(inet_pton(AF_INET, to.host.c_str(), &dst.sin_addr) == 1);
+    REQUIRE(rdma_resolve_addr(id.get(), nullptr, reinterpret_cast<sockaddr*>(&dst), 2000) == 0);
+    REQUIRE(next() == RDMA_CM_EVENT_ADDR_RESOLVED);
+    REQUIRE(rdma_resolve_route(id.get(), 2000) == 0);
+    REQUIRE(next() == RDMA_CM_EVENT_ROUTE_RESOLVED);
+    rdma_conn_param param{};
+    param.private_data = private_data.data();
+    param.private_data_len = static_cast<uint8_t>(private_data.size());
+    param.qp_num = 0x123;
+    param.retry_count = 1;
+    REQUIRE(rdma_connect(id.get(), &param) == 0);
+    return next();
+  }
+};
+
+// Version-2 private data naming a landing buffer nobody writes to.
+std::vector<uint8_t> valid_private_data() {
+  std::vector<uint8_t> d(20, 0);
+  d[0] = 'R';
+  d[1] = 2;
+  d[2] = 4;
+  RemoteRegion{0x1000, 4096, 1}.serialize(d.data() + 4);
+  return d;
+}
+
 }  // namespace
+
+TEST_CASE("an RDMA CM request that is not ours, or of another version, is rejected",
+          "[verbs][cm]") {
+  auto opts = vm_options();
+  opts.use_rdma_cm = true;
+  auto t = make_transport(opts);
+  auto listener = t->listen(Endpoint{vm_address(), 0});
+  REQUIRE(listener);
+  const Endpoint at{vm_address(), (*listener)->local_endpoint().port};
+  struct Case {
+    std::vector<uint8_t> data;
+    Errc code;
+    const char* says;
+  };
+  std::vector<uint8_t> v1(20, 0);
+  v1[0] = 'R';
+  v1[1] = 1;
+  const Case cases[] = {{std::vector<uint8_t>(20, 0x55), Errc::protocol_error, "not an rdmarepl"},
+                        {v1, Errc::unsupported, "version 1"}};
+  for (const auto& c : cases) {
+    RawCmClient client;
+    auto answer = std::async(std::launch::async, [&] { return client.connect(at, c.data); });
+    auto r = (*listener)->accept(ConnectionOptions{}, std::chrono::seconds(60));
+    CHECK(answer.get() == RDMA_CM_EVENT_REJECTED);
+    REQUIRE_FALSE(r.ok());
+    INFO(r.error().to_string());
+    CHECK(r.error().is(c.code));
+    CHECK_THAT(r.error().message(), Catch::Contains(c.says));
+  }
+}
+
+TEST_CASE("an RDMA CM peer that never runs the handshake times out or is seen to leave",
+          "[verbs][cm]") {
+  auto opts = vm_options();
+  opts.use_rdma_cm = true;
+  auto t = make_transport(opts);
+  auto listener = t->listen(Endpoint{vm_address(), 0});
+  REQUIRE(listener);
+  const Endpoint at{vm_address(), (*listener)->local_endpoint().port};
+  ConnectionOptions so;
+  so.connect_timeout = std::chrono::milliseconds(1500);
+  for (const bool leave : {false, true}) {
+    RawCmClient client;
+    auto accepted = std::async(std::launch::async,
+                               [&] { return (*listener)->accept(so, std::chrono::seconds(60)); });
+    REQUIRE(client.connect(at, valid_private_data()) == RDMA_CM_EVENT_CONNECT_RESPONSE);
+    REQUIRE(rdma_establish(client.id.get()) == 0);  // the listener's side is established
+    if (leave) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      REQUIRE(rdma_disconnect(client.id.get()) == 0);
+    }
+    auto r = accepted.get();
+    REQUIRE_FALSE(r.ok());
+    INFO(r.error().to_string());
+    CHECK(r.error().is(leave ? Errc::connection_closed : Errc::timeout));
+    CHECK_THAT(r.error().message(),
+               Catch::Contains(leave ? "disconnected during the handshake" : "timed out"));
+  }
+}
 
 TEST_CASE("RDMA CM connects, exchanges ring descriptors and carries writes", "[verbs][cm]") {
   auto opts = vm_options();
@@ -63,16 +191,99 @@ TEST_CASE("RDMA CM connects, exchanges ring descriptors and carries writes", "[v
   CHECK(s.error().is(Errc::connection_closed));
 }
 
-TEST_CASE("RDMA CM mode refuses what its private data cannot carry", "[verbs][cm]") {
+TEST_CASE("RDMA CM carries node ids, app_data and many regions, authenticated with a key",
+          "[verbs][cm]") {
   auto opts = vm_options();
   opts.use_rdma_cm = true;
   auto t = make_transport(opts);
-  ConnectionOptions o;
-  o.pre_shared_key = "secret";
-  auto c = t->connect(Endpoint{vm_address(), 1}, o);
-  REQUIRE_FALSE(c.ok());
-  CHECK(c.error().is(Errc::unsupported));
-  CHECK_THAT(c.error().message(), Catch::Contains("use_rdma_cm=false"));
+  ConnectionOptions so;
+  so.node_id = "follower-1";
+  so.pre_shared_key = "a shared secret";
+  so.app_data = std::string(3000, 's');
+  for (uint32_t i = 0; i < 40; ++i) so.regions.push_back({0x10000u + i * 4096u, 4096, 100 + i});
+  so.initial_recvs = 2;
+  ConnectionOptions co;
+  co.node_id = "leader";
+  co.pre_shared_key = so.pre_shared_key;
+  co.app_data = "hello from the leader";
+  auto r = cm_connect_pair(*t, so, co);
+  INFO((r.client ? std::string() : r.client.error().to_string()));
+  INFO((r.server ? std::string() : r.server.error().to_string()));
+  REQUIRE(r.client);
+  REQUIRE(r.server);
+  auto& c = **r.client;
+  auto& s = **r.server;
+  CHECK(c.peer().node_id == "follower-1");
+  CHECK(s.peer().node_id == "leader");
+  CHECK(c.peer().app_data == so.app_data);
+  CHECK(s.peer().app_data == co.app_data);
+  CHECK(c.peer().regions == so.regions);
+  CHECK(s.peer().regions.empty());
+  CHECK_THAT(c.peer().address, Catch::Contains(vm_address()));
+
+  // The handshake consumed none of the data path's receives: the two initial ones (wr_ids 0
+  // and 1) take the client's first two writes, posted at once.
+  CHECK(static_cast<VerbsConnection&>(s).posted_recvs() == 2);
+  WriteRequest w[2] = {{1, nullptr, 0, 0, 0, 0, 7, false}, {2, nullptr, 0, 0, 0, 0, 8, true}};
+  REQUIRE(c.post_writes(w) == PostStatus::ok);
+  auto got = reap(s, 2);
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].wr_id == 0);
+  CHECK(got[0].imm == 7);
+  CHECK(got[1].wr_id == 1);
+  CHECK(got[1].imm == 8);
+  CHECK(static_cast<VerbsConnection&>(s).posted_recvs() == 0);
+  CHECK(reap(c, 1).size() == 1);
+}
+
+TEST_CASE("RDMA CM refuses a wrong pre-shared key on both sides", "[verbs][cm]") {
+  auto opts = vm_options();
+  opts.use_rdma_cm = true;
+  auto t = make_transport(opts);
+  ConnectionOptions so;
+  so.pre_shared_key = "right";
+  ConnectionOptions co;
+  co.pre_shared_key = "wrong";
+  auto r = cm_connect_pair(*t, so, co);
+  REQUIRE_FALSE(r.client.ok());
+  REQUIRE_FALSE(r.server.ok());
+  INFO(r.client.error().to_string() << " / " << r.server.error().to_string());
+  CHECK(r.client.error().is(Errc::auth_failed));
+  CHECK(r.server.error().is(Errc::auth_failed));
+  CHECK_THAT(r.server.error().message(), Catch::Contains("pre-shared key"));
+
+  // A key on one side only is refused as well.
+  co.pre_shared_key.clear();
+  auto r2 = cm_connect_pair(*t, so, co);
+  REQUIRE_FALSE(r2.client.ok());
+  REQUIRE_FALSE(r2.server.ok());
+  CHECK(r2.client.error().is(Errc::auth_failed));
+  CHECK(r2.server.error().is(Errc::auth_failed));
+}
+
+TEST_CASE("RDMA CM works with a shared receive queue and automatic receives", "[verbs][cm]") {
+  auto opts = vm_options();
+  opts.use_rdma_cm = true;
+  opts.use_srq = true;
+  opts.auto_recv = true;
+  opts.srq_depth = 1024;
+  auto t = make_transport(opts);
+  ConnectionOptions so;
+  so.recv_queue_depth = 64;
+  so.app_data = "srq";
+  ConnectionOptions co = so;
+  for (int round = 0; round < 2; ++round) {  // the handshakes leave the SRQ's level unchanged
+    auto r = cm_connect_pair(*t, so, co);
+    REQUIRE(r.client);
+    REQUIRE(r.server);
+    CHECK((*r.client)->peer().app_data == "srq");
+    WriteRequest w{1, nullptr, 0, 0, 0, 0, 99, true};
+    REQUIRE((*r.client)->post_writes({&w, 1}) == PostStatus::ok);
+    auto got = reap(**r.server, 1);
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].imm == 99);
+    CHECK(reap(**r.client, 1).size() == 1);
+  }
 }
 
 TEST_CASE("RDMA CM connect to a port nobody listens on fails clearly", "[verbs][cm]") {

@@ -1,6 +1,7 @@
 // The bootstrap handshake, shared by the TCP and verbs transports: over a freshly connected
-// TCP socket both sides exchange a Hello, authenticated with a pre-shared key when one is
-// configured. Message sequence and byte layout: docs/wire_format.md ("Bootstrap handshake").
+// TCP socket (or, in RDMA CM mode, the connected QP itself: a BytePipe) both sides exchange a
+// Hello, authenticated with a pre-shared key when one is configured. Message sequence and byte
+// layout: docs/wire_format.md ("Bootstrap handshake").
 //
 // Authentication (when the key is non-empty on both sides): each side sends a 32-byte random
 // nonce; every later proof is HMAC-SHA-512/256 (libsodium crypto_auth) keyed with the
@@ -16,8 +17,15 @@
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/result.h"
 #include "rdmarepl/transport/bootstrap/hello.h"
+#include "rdmarepl/transport/bootstrap/pipe.h"
 
 namespace rdmarepl::transport::bootstrap {
+
+// What one side sends in a whole handshake, for pipes that must reserve room (RDMA CM mode):
+// at most kMaxMessagesSent messages (initiator: Open, Proof, Hello or Reject; responder:
+// Open, Hello, Done or Reject), of at most kMaxBytesSent bytes together.
+inline constexpr size_t kMaxMessagesSent = 3;
+inline constexpr size_t kMaxBytesSent = kMaxHelloBytes + 2048;
 
 // The side that connected is the initiator; the side that accepted is the responder.
 enum class Role : uint8_t { initiator, responder };
@@ -31,5 +39,11 @@ enum class Role : uint8_t { initiator, responder };
 // refused (a Reject message) before we give up. The socket is left open; the caller owns it.
 Result<Hello> exchange(int fd, const Hello& mine, Role role, std::string_view pre_shared_key,
                        Deadline deadline);
+
+// The same handshake over any byte pipe (the bytes are identical; the socket form above wraps
+// the descriptor in a SocketPipe). Each handshake message is one pipe.send() call; a refused
+// peer's Reject is sent with a 500 ms grace deadline. Errors name pipe.peer().
+Result<Hello> exchange(BytePipe& pipe, const Hello& mine, Role role,
+                       std::string_view pre_shared_key, Deadline deadline);
 
 }  // namespace rdmarepl::transport::bootstrap

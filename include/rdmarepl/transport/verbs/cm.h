@@ -1,7 +1,10 @@
 // Connection set-up through librdmacm (VerbsOptions::use_rdma_cm): a listener on an RDMA CM
-// id, and the active side's address/route resolution and connect. Ring descriptors travel
-// in the CM private data (layout: magic u8 'R' | version u8 | region count u8 | reserved u8 |
-// regions, 16 bytes each in RemoteRegion's wire format).
+// id, and the active side's address/route resolution and connect. The CM private data
+// carries a 20-byte header naming each side's handshake landing buffer (magic u8 'R' |
+// version u8 = 2 | handshake writes u8 | reserved u8 | landing buffer, 16 bytes in
+// RemoteRegion's wire format); once connected, both sides run the bootstrap handshake
+// (authenticated with the pre-shared key as over TCP) over the QP itself, and node ids,
+// regions and app_data come from its Hello. docs/wire_format.md, "RDMA CM set-up".
 #pragma once
 
 #include <memory>
@@ -10,10 +13,6 @@
 #include "rdmarepl/transport/verbs/connection.h"
 
 namespace rdmarepl::transport::verbs {
-
-// Regions that fit: the CM limits private data to 56 bytes on connect, 196 on accept.
-inline constexpr size_t kCmConnectRegions = 3;
-inline constexpr size_t kCmAcceptRegions = 12;
 
 Result<std::unique_ptr<Listener>> cm_listen(std::shared_ptr<TransportState> state,
                                             const Endpoint& where);

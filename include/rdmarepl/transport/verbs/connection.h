@@ -22,6 +22,8 @@
 
 namespace rdmarepl::transport::verbs {
 
+class CmPipe;
+
 // What a transport shares with its listeners and connections; it outlives all of them (each
 // holds a shared_ptr), so the SRQ and PD are destroyed after every QP that uses them.
 struct TransportState {
@@ -41,8 +43,10 @@ class VerbsConnection final : public Connection {
                                                             const ConnectionOptions& options);
 
   // The same over RDMA CM (cm.cc): `id` has a resolved route (active side) or is the child id
-  // of a CONNECT_REQUEST whose private data is `request` (passive side). Ring descriptors
-  // travel in the CM private data; node ids, app_data and pre-shared keys do not fit there.
+  // of a CONNECT_REQUEST whose private data is `request` (passive side). The private data
+  // carries each side's handshake landing buffer; the bootstrap handshake then runs over the
+  // connected QP (cm_pipe.h), so node ids, regions, app_data and pre-shared keys work as
+  // with the TCP bootstrap.
   static Result<std::unique_ptr<VerbsConnection>> establish_cm_active(
       std::shared_ptr<TransportState> state, CmChannelHandle channel, CmIdHandle id,
       const ConnectionOptions& options, Deadline deadline);
@@ -86,6 +90,11 @@ class VerbsConnection final : public Connection {
   // Posts the automatic receives (VerbsOptions::auto_recv) or options.initial_recvs.
   Status post_initial_recvs(const ConnectionOptions& options);
   Status modify_from_cm(ibv_qp_state state);  // rdma_init_qp_attr + our QpTuning
+  // CM mode: resources, INIT, the handshake pipe (its receives first), the data receives.
+  Result<std::unique_ptr<CmPipe>> cm_prepare(const ConnectionOptions& options);
+  // CM mode, QP in RTS: the bootstrap handshake over `pipe`, then its closing writes.
+  Status cm_handshake(CmPipe& pipe, bootstrap::Role role, const ConnectionOptions& options,
+                      Deadline deadline);
   int liveness_fd() const noexcept;
 
   // Why the connection failed: filled in once, on the data path, without allocating.
@@ -144,6 +153,7 @@ class VerbsConnection final : public Connection {
   uint32_t unsignaled_batch_ = kDefaultUnsignaledBatch;
   uint32_t unsignaled_run_ = 0;
   uint32_t rq_posted_ = 0;
+  uint32_t handshake_recvs_ = 0;  // CM mode: receives the handshake pipe posts besides ours
   bool auto_recv_ = false;
   uint32_t replenish_batch_ = 32;
   uint32_t consumed_auto_ = 0;

@@ -33,10 +33,11 @@ struct VerbsOptions {
   // All connections of the transport share one shared receive queue of srq_depth entries.
   bool use_srq = false;
   uint32_t srq_depth = 4096;
-  // Set connections up with librdmacm (address and route resolution, CM connect/accept,
-  // ring descriptors in the CM private data) instead of the TCP bootstrap handshake. The
-  // endpoint must then be an address of the RDMA device's interface. No pre-shared key,
-  // node id or app_data in this mode (the private data has 56 bytes on connect).
+  // Set connections up with librdmacm (address and route resolution, CM connect/accept)
+  // instead of a TCP socket. The endpoint must then be an address of the RDMA device's
+  // interface. The CM private data names a small handshake landing buffer per side; the
+  // bootstrap handshake (node id, regions, app_data, pre-shared key authentication) then
+  // runs over the connected QP, so every ConnectionOptions field works as with TCP.
   bool use_rdma_cm = false;
   // Registrations larger than this are split into several MRs; 0: the device's max_mr_size.
   size_t max_mr_bytes = 0;
