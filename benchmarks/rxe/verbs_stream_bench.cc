@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "rdmarepl/transport/verbs/verbs_transport.h"
+#include "transport/verbs/verbs_transport.h"
 
 namespace {
 

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "rdmarepl/core/clock.h"
-#include "rdmarepl/transport/bootstrap/socket.h"
 #include "rdmarepl/transport/tcp/tcp_transport.h"
+#include "transport/bootstrap/socket.h"
 
 using namespace rdmarepl;
 using namespace rdmarepl::transport;

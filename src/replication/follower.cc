@@ -11,7 +11,7 @@
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/replication/detail/batch_format.h"
-#include "rdmarepl/transport/bootstrap/hello.h"
+#include "transport/bootstrap/hello.h"
 
 namespace rdmarepl::replication::detail {
 

@@ -7,9 +7,9 @@
 #include "rdmarepl/transport/tcp/tcp_transport.h"
 
 #if RDMAREPL_HAVE_VERBS
-#include "rdmarepl/transport/verbs/device.h"
-#if __has_include("rdmarepl/transport/verbs/verbs_transport.h")
-#include "rdmarepl/transport/verbs/verbs_transport.h"
+#include "transport/verbs/device.h"
+#if __has_include("transport/verbs/verbs_transport.h")
+#include "transport/verbs/verbs_transport.h"
 #define RDMAREPL_REPLICATION_VERBS_TRANSPORT 1
 #endif
 #endif

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "rdmarepl/transport/bootstrap/hello.h"
 #include "replication/hello.h"
+#include "transport/bootstrap/hello.h"
 
 namespace bootstrap = rdmarepl::transport::bootstrap;
 namespace repl = rdmarepl::replication::detail;

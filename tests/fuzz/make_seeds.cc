@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "rdmarepl/replication/detail/batch_format.h"
-#include "rdmarepl/transport/bootstrap/hello.h"
 #include "rdmarepl/wal/format.h"
 #include "replication/checkpoint_ship.h"
 #include "replication/hello.h"
+#include "transport/bootstrap/hello.h"
 
 namespace fs = std::filesystem;
 using namespace rdmarepl;

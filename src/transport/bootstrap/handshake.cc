@@ -1,4 +1,4 @@
-#include "rdmarepl/transport/bootstrap/handshake.h"
+#include "transport/bootstrap/handshake.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -9,7 +9,7 @@
 #include <chrono>
 
 #include "rdmarepl/core/byte_order.h"
-#include "rdmarepl/transport/bootstrap/socket.h"
+#include "transport/bootstrap/socket.h"
 
 namespace rdmarepl::transport::bootstrap {
 namespace {

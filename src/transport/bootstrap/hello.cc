@@ -1,4 +1,4 @@
-#include "rdmarepl/transport/bootstrap/hello.h"
+#include "transport/bootstrap/hello.h"
 
 #include <fmt/format.h>
 

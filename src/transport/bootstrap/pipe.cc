@@ -1,6 +1,6 @@
-#include "rdmarepl/transport/bootstrap/pipe.h"
+#include "transport/bootstrap/pipe.h"
 
-#include "rdmarepl/transport/bootstrap/socket.h"
+#include "transport/bootstrap/socket.h"
 
 namespace rdmarepl::transport::bootstrap {
 

@@ -1,4 +1,4 @@
-#include "rdmarepl/transport/bootstrap/socket.h"
+#include "transport/bootstrap/socket.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

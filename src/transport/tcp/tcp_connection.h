@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "frame.h"
-#include "rdmarepl/transport/bootstrap/socket.h"
 #include "rdmarepl/transport/transport.h"
 #include "registry.h"
+#include "transport/bootstrap/socket.h"
 
 namespace rdmarepl::transport::tcp {
 

@@ -5,10 +5,10 @@
 
 #include <algorithm>
 
-#include "rdmarepl/transport/bootstrap/handshake.h"
-#include "rdmarepl/transport/bootstrap/socket.h"
 #include "registry.h"
 #include "tcp_connection.h"
+#include "transport/bootstrap/handshake.h"
+#include "transport/bootstrap/socket.h"
 
 namespace rdmarepl::transport::tcp {
 namespace {

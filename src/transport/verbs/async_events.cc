@@ -1,4 +1,4 @@
-#include "rdmarepl/transport/verbs/async_events.h"
+#include "transport/verbs/async_events.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 
 #include "rdmarepl/core/log.h"
-#include "rdmarepl/transport/verbs/device.h"
+#include "transport/verbs/device.h"
 
 namespace rdmarepl::transport::verbs {
 

@@ -5,7 +5,7 @@
 // context would be librdmacm's own), so both sides drive the QP through the states with
 // rdma_init_qp_attr: the passive side goes to RTR before rdma_accept and to RTS on
 // ESTABLISHED; the active side goes to RTR and RTS on CONNECT_RESPONSE, then rdma_establish.
-#include "rdmarepl/transport/verbs/cm.h"
+#include "transport/verbs/cm.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "rdmarepl/transport/bootstrap/handshake.h"
 #include "rdmarepl/transport/types.h"
-#include "rdmarepl/transport/verbs/handles.h"
+#include "transport/bootstrap/handshake.h"
+#include "transport/verbs/handles.h"
 
 namespace rdmarepl::transport::verbs {
 

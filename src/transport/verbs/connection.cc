@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "rdmarepl/core/log.h"
-#include "rdmarepl/transport/verbs/connection.h"
+#include "transport/verbs/connection.h"
 
 namespace rdmarepl::transport::verbs {
 namespace {

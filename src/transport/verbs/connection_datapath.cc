@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "rdmarepl/core/clock.h"
-#include "rdmarepl/transport/verbs/connection.h"
+#include "transport/verbs/connection.h"
 
 namespace rdmarepl::transport::verbs {
 namespace {

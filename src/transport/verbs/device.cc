@@ -1,4 +1,4 @@
-#include "rdmarepl/transport/verbs/device.h"
+#include "transport/verbs/device.h"
 
 #include <fmt/format.h>
 

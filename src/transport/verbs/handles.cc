@@ -1,4 +1,4 @@
-#include "rdmarepl/transport/verbs/handles.h"
+#include "transport/verbs/handles.h"
 
 #include <atomic>
 #include <cerrno>

@@ -1,11 +1,11 @@
-#include "rdmarepl/transport/verbs/qp.h"
+#include "transport/verbs/qp.h"
 
 #include <fmt/format.h>
 
 #include <random>
 
 #include "rdmarepl/core/byte_order.h"
-#include "rdmarepl/transport/verbs/device.h"
+#include "transport/verbs/device.h"
 
 namespace rdmarepl::transport::verbs {
 

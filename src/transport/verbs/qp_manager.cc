@@ -1,11 +1,11 @@
-#include "rdmarepl/transport/verbs/qp_manager.h"
+#include "transport/verbs/qp_manager.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "rdmarepl/core/log.h"
-#include "rdmarepl/transport/verbs/connection.h"
+#include "transport/verbs/connection.h"
 
 namespace rdmarepl::transport::verbs {
 

@@ -1,11 +1,11 @@
-#include "rdmarepl/transport/verbs/verbs_transport.h"
+#include "transport/verbs/verbs_transport.h"
 
 #include <fmt/format.h>
 
 #include <cerrno>
 
 #include "rdmarepl/core/log.h"
-#include "rdmarepl/transport/verbs/cm.h"
+#include "transport/verbs/cm.h"
 
 namespace rdmarepl::transport::verbs {
 namespace {

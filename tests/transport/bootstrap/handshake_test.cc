@@ -1,4 +1,4 @@
-#include "rdmarepl/transport/bootstrap/handshake.h"
+#include "transport/bootstrap/handshake.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "rdmarepl/core/byte_order.h"
-#include "rdmarepl/transport/bootstrap/socket.h"
+#include "transport/bootstrap/socket.h"
 
 using namespace rdmarepl;
 using namespace rdmarepl::transport;

@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "rdmarepl/core/byte_order.h"
-#include "rdmarepl/transport/bootstrap/handshake.h"
-#include "rdmarepl/transport/bootstrap/socket.h"
+#include "transport/bootstrap/handshake.h"
+#include "transport/bootstrap/socket.h"
 
 using namespace rdmarepl;
 using namespace rdmarepl::transport;

@@ -13,9 +13,9 @@
 #include "rdmarepl/core/byte_order.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/crc32c.h"
-#include "rdmarepl/transport/bootstrap/handshake.h"
-#include "rdmarepl/transport/bootstrap/socket.h"
 #include "rdmarepl/transport/tcp/tcp_transport.h"
+#include "transport/bootstrap/handshake.h"
+#include "transport/bootstrap/socket.h"
 #include "transport/tcp/frame.h"
 
 using namespace rdmarepl;

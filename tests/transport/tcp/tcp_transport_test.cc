@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "rdmarepl/core/crc32c.h"
-#include "rdmarepl/transport/bootstrap/handshake.h"
-#include "rdmarepl/transport/bootstrap/socket.h"
+#include "transport/bootstrap/handshake.h"
+#include "transport/bootstrap/socket.h"
 #include "transport/pair_util.h"
 #include "transport/tcp/frame.h"
 

@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "rdmarepl/transport/verbs/verbs_transport.h"
 #include "transport/conformance/conformance.h"
+#include "transport/verbs/verbs_transport.h"
 
 namespace rdmarepl::transport::conformance {
 

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "pair.h"
-#include "rdmarepl/transport/verbs/handles.h"
+#include "transport/verbs/handles.h"
 
 namespace rdmarepl::transport::verbs::test {
 namespace {

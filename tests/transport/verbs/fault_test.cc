@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "pair.h"
-#include "rdmarepl/transport/verbs/qp.h"
+#include "transport/verbs/qp.h"
 
 namespace rdmarepl::transport::verbs::test {
 namespace {

@@ -1,10 +1,10 @@
 // Parts of the verbs transport that need no device: run on any host (label unit).
 #include <catch2/catch.hpp>
 
-#include "rdmarepl/transport/verbs/async_events.h"
-#include "rdmarepl/transport/verbs/device.h"
-#include "rdmarepl/transport/verbs/qp.h"
-#include "rdmarepl/transport/verbs/verbs_transport.h"
+#include "transport/verbs/async_events.h"
+#include "transport/verbs/device.h"
+#include "transport/verbs/qp.h"
+#include "transport/verbs/verbs_transport.h"
 
 namespace rdmarepl::transport::verbs {
 

@@ -10,7 +10,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "rdmarepl/transport/verbs/verbs_transport.h"
+#include "transport/verbs/verbs_transport.h"
 
 namespace rdmarepl::transport::verbs::test {
 

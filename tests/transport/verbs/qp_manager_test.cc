@@ -2,7 +2,7 @@
 #include <thread>
 
 #include "pair.h"
-#include "rdmarepl/transport/verbs/qp_manager.h"
+#include "transport/verbs/qp_manager.h"
 
 namespace rdmarepl::transport::verbs::test {
 

@@ -4,8 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "rdmarepl/transport/verbs/device.h"
-#include "rdmarepl/transport/verbs/qp.h"
+#include "transport/verbs/device.h"
+#include "transport/verbs/qp.h"
 
 namespace rdmarepl::transport::verbs {
 

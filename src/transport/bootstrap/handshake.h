@@ -16,8 +16,8 @@
 
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/result.h"
-#include "rdmarepl/transport/bootstrap/hello.h"
-#include "rdmarepl/transport/bootstrap/pipe.h"
+#include "transport/bootstrap/hello.h"
+#include "transport/bootstrap/pipe.h"
 
 namespace rdmarepl::transport::bootstrap {
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "rdmarepl/transport/transport.h"
-#include "rdmarepl/transport/verbs/connection.h"
-#include "rdmarepl/transport/verbs/options.h"
+#include "transport/verbs/connection.h"
+#include "transport/verbs/options.h"
 
 namespace rdmarepl::transport::verbs {
 

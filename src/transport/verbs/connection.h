@@ -12,13 +12,13 @@
 #include <mutex>
 #include <vector>
 
-#include "rdmarepl/transport/bootstrap/handshake.h"
-#include "rdmarepl/transport/bootstrap/socket.h"
 #include "rdmarepl/transport/transport.h"
-#include "rdmarepl/transport/verbs/async_events.h"
-#include "rdmarepl/transport/verbs/device.h"
-#include "rdmarepl/transport/verbs/handles.h"
-#include "rdmarepl/transport/verbs/options.h"
+#include "transport/bootstrap/handshake.h"
+#include "transport/bootstrap/socket.h"
+#include "transport/verbs/async_events.h"
+#include "transport/verbs/device.h"
+#include "transport/verbs/handles.h"
+#include "transport/verbs/options.h"
 
 namespace rdmarepl::transport::verbs {
 

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "rdmarepl/core/result.h"
-#include "rdmarepl/transport/bootstrap/socket.h"
+#include "transport/bootstrap/socket.h"
 
 namespace rdmarepl::transport::verbs {
 

@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "rdmarepl/transport/transport.h"
-#include "rdmarepl/transport/verbs/connection.h"
+#include "transport/verbs/connection.h"
 
 namespace rdmarepl::transport::verbs {
 

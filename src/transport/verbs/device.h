@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "rdmarepl/core/result.h"
-#include "rdmarepl/transport/verbs/handles.h"
+#include "transport/verbs/handles.h"
 
 namespace rdmarepl::transport::verbs {
 
