@@ -7,6 +7,7 @@
 #include "control_socket.h"
 #include "flags.h"
 #include "rdmarepl/core/clock.h"
+#include "rdmarepl/core/enum_text.h"
 
 namespace rdmarepl::bench {
 
@@ -156,12 +157,12 @@ std::vector<tuning::Knobs> static_grid(const tuning::Knobs& base) {
   std::vector<tuning::Knobs> out;
   for (uint64_t batch : {16u << 10, 64u << 10, 256u << 10})
     for (uint32_t delay : {50u, 500u})
-      for (auto mode : {tuning::PollMode::busy, tuning::PollMode::event}) {
+      for (auto mode : {tuning::PollingMode::busy, tuning::PollingMode::blocking}) {
         tuning::Knobs k = base;
         k.batch_bytes = batch;
         k.flush_delay_us = delay;
         k.poll_mode = mode;
-        k.poll_interval_us = mode == tuning::PollMode::event ? 1000 : base.poll_interval_us;
+        k.poll_interval_us = mode == tuning::PollingMode::blocking ? 1000 : base.poll_interval_us;
         out.push_back(k);
       }
   return out;
@@ -188,12 +189,12 @@ Result<kvdemo::RunConfig> live_config(const kvdemo::Flags& flags) {
   c.workload.value_min = 64;
   c.workload.value_max = 16384;
   if (flags.has("transport")) {
-    auto t = kvdemo::parse_transport(flags.get("transport"));
+    auto t = parse_enum<replication::TransportKind>(flags.get("transport"), "--transport");
     if (!t) return std::move(t).error();
     c.transport = *t;
   }
   if (flags.has("ack")) {
-    auto a = kvdemo::parse_ack(flags.get("ack"));
+    auto a = parse_enum<replication::AckMode>(flags.get("ack"), "--ack");
     if (!a) return std::move(a).error();
     c.ack = *a;
   }

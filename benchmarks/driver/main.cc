@@ -213,8 +213,7 @@ int main(int argc, char** argv) {
       w.records, w.key_size,
       w.value_min == w.value_max ? std::to_string(w.value_min)
                                  : fmt::format("{}-{}", w.value_min, w.value_max),
-      config.followers, replication::to_string(config.ack), machine.cores, machine.cpu_model,
-      machine.kernel);
+      config.followers, to_string(config.ack), machine.cores, machine.cpu_model, machine.kernel);
   std::fflush(stdout);
 
   if (!config.wal_dir.empty()) {
@@ -225,7 +224,7 @@ int main(int argc, char** argv) {
     for (int i = -1; i < static_cast<int>(config.followers); ++i)
       std::filesystem::remove_all(wal_dir_of(config, i), ec);
     fmt::print("write-ahead logs under {} (durability={})\n", config.wal_dir,
-               replication::to_string(config.durability));
+               to_string(config.durability));
   }
   auto run = run_cluster(config);
   if (!run) {
@@ -271,11 +270,10 @@ int main(int argc, char** argv) {
              "ops/s", "MB/s", "latency us avg/p50/p99/p999", "cpu s", "cpu us/op", "verified");
   print_row(
       "rdmarepl",
-      r.transport + " ack=" + std::string(replication::to_string(config.ack)) +
+      r.transport + " ack=" + std::string(to_string(config.ack)) +
           (config.outstanding == 0 ? std::string() : fmt::format(" outst={}", config.outstanding)) +
-          (config.wal_dir.empty()
-               ? std::string()
-               : " wal=" + std::string(replication::to_string(config.durability))),
+          (config.wal_dir.empty() ? std::string()
+                                  : " wal=" + std::string(to_string(config.durability))),
       r.ops_per_sec, r.mb_per_sec,
       fmt::format("{:.0f}/{:.0f}/{:.0f}/{:.0f}", r.latency.avg_us, r.latency.p50_us,
                   r.latency.p99_us, r.latency.p999_us),
@@ -315,11 +313,10 @@ int main(int argc, char** argv) {
     j.field("key_size", w.key_size).field("value_size", value_avg);
     j.field("value_min", w.value_min).field("value_max", w.value_max);
     j.field("records", r.records).field("keyspace", w.keyspace);
-    j.field("ack", replication::to_string(config.ack));
-    j.field("wal", config.wal_dir.empty() ? std::string_view("off")
-                                          : replication::to_string(config.durability));
+    j.field("ack", to_string(config.ack));
+    j.field("wal", config.wal_dir.empty() ? std::string_view("off") : to_string(config.durability));
     j.field("shards", config.shards).field("batch_bytes", config.batch_bytes);
-    j.field("polling", polling_name(config.polling));
+    j.field("polling", to_string(config.polling));
     j.field("store", config.digest_only_store ? "digest" : "map");
     j.field("seconds", r.seconds)
         .field("ops_per_sec", r.ops_per_sec)

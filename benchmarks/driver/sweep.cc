@@ -56,7 +56,7 @@ tuning::Knobs next_knobs(const tuning::Knobs& cur, const tuning::KnobBounds& b,
         k.shards = static_cast<uint32_t>(b.shards.snap(up ? k.shards + 1 : k.shards - 1));
         break;
       case 3:
-        k.poll_mode = static_cast<tuning::PollMode>(rng() % tuning::kNumPollModes);
+        k.poll_mode = static_cast<tuning::PollingMode>(rng() % tuning::kNumPollModes);
         break;
       case 4:
         k.poll_interval_us =
@@ -70,7 +70,7 @@ tuning::Knobs next_knobs(const tuning::Knobs& cur, const tuning::KnobBounds& b,
     k.batch_bytes = log_uniform(b.batch_bytes);
     k.flush_delay_us = static_cast<uint32_t>(u(rng) < 0.1 ? 0 : log_uniform(b.flush_delay_us));
     k.shards = static_cast<uint32_t>(b.shards.min + rng() % (b.shards.max - b.shards.min + 1));
-    k.poll_mode = static_cast<tuning::PollMode>(rng() % tuning::kNumPollModes);
+    k.poll_mode = static_cast<tuning::PollingMode>(rng() % tuning::kNumPollModes);
     k.poll_interval_us = static_cast<uint32_t>(log_uniform(b.poll_interval_us));
     k.pool_bytes = log_uniform(b.pool_bytes);
   }

@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
       "replicated_kv: 1 leader + {} followers on 127.0.0.1, {} records, keys {} B, "
       "values {}-{} B, {}% erases, ack={}, seed {}{}\n",
       config.followers, w.records, w.key_size, w.value_min, w.value_max, w.erase_percent,
-      replication::to_string(config.ack), w.seed,
+      to_string(config.ack), w.seed,
       config.kill_at > 0 ? fmt::format(", follower-1 killed at {:.0f}%", config.kill_at * 100)
                          : std::string());
   std::fflush(stdout);
@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
       "  replicate->ack   p50 {:.1f} us, p99 {:.1f} us, p999 {:.1f} us (avg {:.1f}, max "
       "{:.1f}; ack={})\n",
       r.latency.p50_us, r.latency.p99_us, r.latency.p999_us, r.latency.avg_us, r.latency.max_us,
-      replication::to_string(config.ack));
+      to_string(config.ack));
   fmt::print("  cpu              {:.2f} s over all processes\n", r.cpu_seconds);
   if (r.follower_killed) {
     fmt::print("  follower-1       killed and restarted; {} reconnects, {} batches resent\n",

@@ -3,61 +3,17 @@
 #include <algorithm>
 #include <bit>
 
+#include "rdmarepl/core/enum_text.h"
+
 namespace rdmarepl::kvdemo {
 
 using replication::AckMode;
 using replication::PollingMode;
 using replication::TransportKind;
 
-Result<TransportKind> parse_transport(const std::string& text) {
-  if (text == "auto") return TransportKind::automatic;
-  if (text == "tcp") return TransportKind::tcp;
-  if (text == "verbs") return TransportKind::verbs;
-  return Error(Errc::invalid_argument, "--transport '" + text + "' is not one of auto, tcp, verbs");
-}
-
-Result<AckMode> parse_ack(const std::string& text) {
-  if (text == "none") return AckMode::none;
-  if (text == "one") return AckMode::one;
-  if (text == "all") return AckMode::all;
-  if (text == "quorum") return AckMode::quorum;
-  return Error(Errc::invalid_argument, "--ack '" + text + "' is not one of none, one, all, quorum");
-}
-
-Result<PollingMode> parse_polling(const std::string& text) {
-  if (text == "manual") return PollingMode::manual;
-  if (text == "busy") return PollingMode::busy;
-  if (text == "sleep") return PollingMode::sleep;
-  if (text == "blocking") return PollingMode::blocking;
-  return Error(Errc::invalid_argument,
-               "polling mode '" + text + "' is not one of manual, busy, sleep, blocking");
-}
-
-Result<replication::Durability> parse_durability(const std::string& text) {
-  if (text == "none") return replication::Durability::none;
-  if (text == "batch") return replication::Durability::batch;
-  if (text == "interval") return replication::Durability::interval;
-  return Error(Errc::invalid_argument,
-               "--durability '" + text + "' is not one of none, batch, interval");
-}
-
 std::string wal_dir_of(const RunConfig& c, int index) {
   if (c.wal_dir.empty()) return {};
   return c.wal_dir + (index < 0 ? "/leader" : "/follower-" + std::to_string(index + 1));
-}
-
-std::string_view polling_name(PollingMode mode) noexcept {
-  switch (mode) {
-    case PollingMode::manual:
-      return "manual";
-    case PollingMode::busy:
-      return "busy";
-    case PollingMode::sleep:
-      return "sleep";
-    case PollingMode::blocking:
-      return "blocking";
-  }
-  return "?";
 }
 
 std::vector<std::string> run_config_flag_names() {
@@ -71,13 +27,13 @@ std::vector<std::string> run_config_flag_names() {
 std::vector<std::string> to_args(const RunConfig& c) {
   const auto& w = c.workload;
   return {"--transport",
-          std::string(replication::to_string(c.transport)),
+          std::string(to_string(c.transport)),
           "--ack",
-          std::string(replication::to_string(c.ack)),
+          std::string(to_string(c.ack)),
           "--polling",
-          std::string(polling_name(c.polling)),
+          std::string(to_string(c.polling)),
           "--leader-polling",
-          std::string(polling_name(c.leader_polling)),
+          std::string(to_string(c.leader_polling)),
           "--store",
           c.digest_only_store ? "digest" : "map",
           "--ring-bytes",
@@ -111,22 +67,22 @@ std::vector<std::string> to_args(const RunConfig& c) {
           "--wal-dir",
           c.wal_dir,
           "--durability",
-          std::string(replication::to_string(c.durability))};
+          std::string(to_string(c.durability))};
 }
 
 Status apply_flags(const Flags& f, RunConfig& c) {
   if (f.has("transport")) {
-    auto t = parse_transport(f.get("transport"));
+    auto t = parse_enum<TransportKind>(f.get("transport"), "--transport");
     if (!t) return std::move(t).error();
     c.transport = *t;
   }
   if (f.has("ack")) {
-    auto a = parse_ack(f.get("ack"));
+    auto a = parse_enum<AckMode>(f.get("ack"), "--ack");
     if (!a) return std::move(a).error();
     c.ack = *a;
   }
   if (f.has("polling")) {
-    auto p = parse_polling(f.get("polling"));
+    auto p = parse_enum<PollingMode>(f.get("polling"), "--polling");
     if (!p) return std::move(p).error();
     c.polling = *p;
   }
@@ -140,12 +96,12 @@ Status apply_flags(const Flags& f, RunConfig& c) {
   }
   if (f.has("wal-dir")) c.wal_dir = f.get("wal-dir");
   if (f.has("durability")) {
-    auto d = parse_durability(f.get("durability"));
+    auto d = parse_enum<replication::Durability>(f.get("durability"), "--durability");
     if (!d) return std::move(d).error();
     c.durability = *d;
   }
   if (f.has("leader-polling")) {
-    auto p = parse_polling(f.get("leader-polling"));
+    auto p = parse_enum<PollingMode>(f.get("leader-polling"), "--leader-polling");
     if (!p) return std::move(p).error();
     c.leader_polling = *p;
   }

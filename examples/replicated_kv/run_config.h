@@ -68,12 +68,7 @@ uint64_t whole_run_retain_bytes(const RunConfig& config);
 replication::ChannelOptions follower_options(const RunConfig& config, uint32_t index,
                                              uint16_t port);
 
-Result<replication::TransportKind> parse_transport(const std::string& text);
-Result<replication::AckMode> parse_ack(const std::string& text);
-Result<replication::PollingMode> parse_polling(const std::string& text);
-Result<replication::Durability> parse_durability(const std::string& text);
 // The log directory of the leader (index < 0) or of follower `index` under config.wal_dir.
 std::string wal_dir_of(const RunConfig& config, int index);
-std::string_view polling_name(replication::PollingMode mode) noexcept;
 
 }  // namespace rdmarepl::kvdemo

@@ -3,10 +3,10 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 
 #include "rdmarepl/core/clock.h"
+#include "rdmarepl/core/enum_text.h"
 
 namespace rdmarepl::log {
 namespace {
@@ -14,9 +14,7 @@ namespace {
 Level level_from_env() noexcept {
   const char* v = std::getenv("RDMAREPL_LOG_LEVEL");
   if (v == nullptr) return Level::info;
-  for (int i = 0; i <= static_cast<int>(Level::off); ++i)
-    if (std::strcmp(v, level_name(static_cast<Level>(i))) == 0) return static_cast<Level>(i);
-  return Level::info;
+  return from_string<Level>(v).value_or(Level::info);
 }
 
 std::atomic<Level> g_level{level_from_env()};
@@ -32,7 +30,7 @@ Sink& sink() {
 
 }  // namespace
 
-const char* level_name(Level level) noexcept {
+std::string_view to_string(Level level) noexcept {
   switch (level) {
     case Level::trace:
       return "trace";
@@ -48,6 +46,12 @@ const char* level_name(Level level) noexcept {
       return "off";
   }
   return "?";
+}
+
+std::span<const Level> enum_values(Level) noexcept {
+  static constexpr Level kAll[] = {Level::trace, Level::debug, Level::info,
+                                   Level::warn,  Level::error, Level::off};
+  return kAll;
 }
 
 void set_sink(Sink s) {
@@ -70,10 +74,11 @@ void write(Level l, std::string_view message) {
     return;
   }
   uint64_t ms = mono_ns() / 1'000'000;
-  std::fprintf(stderr, "[rdmarepl %llu.%03llu %s] %.*s\n",
+  const std::string_view name = to_string(l);
+  std::fprintf(stderr, "[rdmarepl %llu.%03llu %.*s] %.*s\n",
                static_cast<unsigned long long>(ms / 1000),
-               static_cast<unsigned long long>(ms % 1000), level_name(l),
-               static_cast<int>(message.size()), message.data());
+               static_cast<unsigned long long>(ms % 1000), static_cast<int>(name.size()),
+               name.data(), static_cast<int>(message.size()), message.data());
 }
 
 }  // namespace rdmarepl::log

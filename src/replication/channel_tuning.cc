@@ -17,31 +17,6 @@ namespace rdmarepl::replication::detail {
 
 namespace {
 
-tuning::PollMode to_poll_mode(PollingMode p) noexcept {
-  switch (p) {
-    case PollingMode::sleep:
-      return tuning::PollMode::periodic;
-    case PollingMode::blocking:
-      return tuning::PollMode::event;
-    case PollingMode::busy:
-    case PollingMode::manual:
-      break;
-  }
-  return tuning::PollMode::busy;
-}
-
-PollingMode to_polling(tuning::PollMode m) noexcept {
-  switch (m) {
-    case tuning::PollMode::periodic:
-      return PollingMode::sleep;
-    case tuning::PollMode::event:
-      return PollingMode::blocking;
-    case tuning::PollMode::busy:
-      break;
-  }
-  return PollingMode::busy;
-}
-
 uint32_t interval_us(std::chrono::microseconds d) noexcept {
   return static_cast<uint32_t>(std::clamp<int64_t>(d.count(), 1, 1'000'000));
 }
@@ -69,7 +44,8 @@ CoreBase::CoreBase(const ChannelOptions& options, std::unique_ptr<transport::Tra
   knobs_.flush_delay_us =
       static_cast<uint32_t>(std::clamp<int64_t>(options.flush_delay.count(), 0, 1'000'000));
   knobs_.shards = 1;
-  knobs_.poll_mode = to_poll_mode(options.polling);
+  // The polling knob is the poller's mode; with manual polling (no poller) it reads busy.
+  knobs_.poll_mode = options.polling == PollingMode::manual ? PollingMode::busy : options.polling;
   knobs_.poll_interval_us = interval_us(options.poll_interval);
   knobs_.pool_bytes = uint64_t{options.shards} *
                       (options.role == Role::leader ? options.retain_bytes : options.ring_bytes);
@@ -139,7 +115,7 @@ Status CoreBase::apply_knobs(const tuning::Knobs& want) {
   }
   live_poll_interval_us_.store(eff.poll_interval_us, std::memory_order_relaxed);
   if (options_.polling != PollingMode::manual)
-    live_polling_.store(to_polling(eff.poll_mode), std::memory_order_relaxed);
+    live_polling_.store(eff.poll_mode, std::memory_order_relaxed);
   apply_engine_knobs(eff);
   ChannelMetrics::add(metrics_.knob_changes);
   log::debug("rdmarepl {}: knobs {} -> {} (asked for {})", to_string(options_.role),

@@ -101,17 +101,17 @@ class Recovery final : public wal::RecoveryHandler {
   std::vector<uint64_t> seq_;
 };
 
-wal::Durability writer_durability(Durability d) {
+Durability writer_durability(Durability d) {
   // Durability::batch is implemented here (a syncer thread and durable() gating), so the
   // writer itself never blocks an appender in fdatasync.
   switch (d) {
     case Durability::interval:
-      return wal::Durability::interval;
+      return Durability::interval;
     case Durability::none:
     case Durability::batch:
       break;
   }
-  return wal::Durability::none;
+  return Durability::none;
 }
 
 }  // namespace
@@ -183,9 +183,7 @@ Result<std::unique_ptr<Wal>> Wal::open(const ChannelOptions& options, const Stor
   lo.writer.segment_size = options.wal_segment_bytes;
   lo.writer.durability = writer_durability(options.durability);
   lo.writer.interval = options.durability_interval;
-  lo.writer.backend = options.wal_backend == WalBackend::pmem   ? wal::Backend::pmem
-                      : options.wal_backend == WalBackend::file ? wal::Backend::file
-                                                                : wal::Backend::automatic;
+  lo.writer.backend = options.wal_backend;
   // A log written with none/interval may lose an unsynced tail that spans a rotation.
   lo.repair = options.durability != Durability::batch;
   Recovery rec(options, store, on_batch);

@@ -263,7 +263,7 @@ size_t Leader::poll_link(Shard& s, Link& l) noexcept {
     const auto& c = wc[i];
     if (c.status != transport::WcStatus::success) {
       link_down(s, l,
-                fmt::format("{} ({})", transport::wc_status_name(c.status),
+                fmt::format("{} ({})", transport::to_string(c.status),
                             transport::wc_status_advice(c.status)));
       return n;
     }

@@ -18,18 +18,6 @@ std::string_view to_string(Role r) noexcept {
   return r == Role::leader ? "leader" : "follower";
 }
 
-std::string_view to_string(TransportKind t) noexcept {
-  switch (t) {
-    case TransportKind::automatic:
-      return "auto";
-    case TransportKind::tcp:
-      return "tcp";
-    case TransportKind::verbs:
-      return "verbs";
-  }
-  return "?";
-}
-
 std::string_view to_string(AckMode m) noexcept {
   switch (m) {
     case AckMode::none:
@@ -44,28 +32,9 @@ std::string_view to_string(AckMode m) noexcept {
   return "?";
 }
 
-std::string_view to_string(Durability d) noexcept {
-  switch (d) {
-    case Durability::none:
-      return "none";
-    case Durability::batch:
-      return "batch";
-    case Durability::interval:
-      return "interval";
-  }
-  return "?";
-}
-
-std::string_view to_string(WalBackend b) noexcept {
-  switch (b) {
-    case WalBackend::automatic:
-      return "auto";
-    case WalBackend::file:
-      return "file";
-    case WalBackend::pmem:
-      return "pmem";
-  }
-  return "?";
+std::span<const AckMode> enum_values(AckMode) noexcept {
+  static constexpr AckMode kAll[] = {AckMode::none, AckMode::one, AckMode::all, AckMode::quorum};
+  return kAll;
 }
 
 std::string_view describe(WriteStatus s) noexcept {

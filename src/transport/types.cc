@@ -2,7 +2,7 @@
 
 namespace rdmarepl::transport {
 
-std::string_view wc_status_name(WcStatus s) noexcept {
+std::string_view to_string(WcStatus s) noexcept {
   switch (s) {
     case WcStatus::success:
       return "IBV_WC_SUCCESS";

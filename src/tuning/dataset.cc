@@ -10,6 +10,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "rdmarepl/core/enum_text.h"
 #include "rdmarepl/tuning/features.h"
 
 namespace rdmarepl::tuning {
@@ -25,7 +26,7 @@ std::string cell(const std::optional<double>& v) {
 
 void write_knobs(std::string& line, const Knobs& k) {
   line += fmt::format(",{},{},{},{},{},{}", k.batch_bytes, k.flush_delay_us, k.shards,
-                      poll_mode_name(k.poll_mode), k.poll_interval_us, k.pool_bytes);
+                      to_string(k.poll_mode), k.poll_interval_us, k.pool_bytes);
 }
 
 std::vector<std::string_view> split(std::string_view line) {
@@ -67,11 +68,12 @@ class RowParser {
       fail(name, cells_[col_.at(name)], "is not a non-negative integer");
     return static_cast<uint64_t>(v);
   }
-  PollMode poll_mode(std::string_view name) {
+  PollingMode poll_mode(std::string_view name) {
     std::string_view c = cells_[col_.at(name)];
-    auto m = parse_poll_mode(c);
-    if (!m) fail(name, c, "is not a CQ polling mode (busy, periodic, event or 0..2)");
-    return *m;
+    auto m = from_string<PollingMode>(c);
+    if (!m || static_cast<int>(*m) >= kNumPollModes)
+      fail(name, c, "is not a polling mode a tuner may choose (busy, sleep or blocking)");
+    return m ? *m : PollingMode::busy;
   }
   Knobs knobs(std::string_view prefix) {
     auto n = [&](std::string_view k) {

@@ -7,30 +7,9 @@
 
 namespace rdmarepl::tuning {
 
-std::string_view poll_mode_name(PollMode m) noexcept {
-  switch (m) {
-    case PollMode::busy:
-      return "busy";
-    case PollMode::periodic:
-      return "periodic";
-    case PollMode::event:
-      return "event";
-  }
-  return "unknown";
-}
-
-Result<PollMode> parse_poll_mode(std::string_view name) {
-  for (int i = 0; i < kNumPollModes; ++i) {
-    auto m = static_cast<PollMode>(i);
-    if (name == poll_mode_name(m) || name == std::to_string(i)) return m;
-  }
-  return Error(Errc::invalid_argument,
-               fmt::format("unknown CQ polling mode '{}': use busy, periodic or event", name));
-}
-
 std::string to_string(const Knobs& k) {
   return fmt::format("batch={}B delay={}us shards={} poll={}/{}us pool={}MiB", k.batch_bytes,
-                     k.flush_delay_us, k.shards, poll_mode_name(k.poll_mode), k.poll_interval_us,
+                     k.flush_delay_us, k.shards, to_string(k.poll_mode), k.poll_interval_us,
                      k.pool_bytes >> 20);
 }
 
@@ -100,8 +79,9 @@ Status validate(const Knobs& k, const KnobBounds& b) {
   RDMAREPL_TRY(check_value(k.pool_bytes, b.pool_bytes, "pool_bytes"));
   if (static_cast<int>(k.poll_mode) >= kNumPollModes || !b.allows(k.poll_mode)) {
     return Error(Errc::invalid_argument,
-                 fmt::format("CQ polling mode {} is not allowed by the bounds (mask {:#x})",
-                             static_cast<int>(k.poll_mode), b.poll_modes));
+                 fmt::format("polling mode {} is not allowed by the bounds (mask {:#x}); a "
+                             "knob is busy, sleep or blocking, with its bit set in poll_modes",
+                             to_string(k.poll_mode), b.poll_modes));
   }
   return {};
 }
@@ -116,8 +96,8 @@ Knobs clamp(const Knobs& k, const KnobBounds& b) noexcept {
   r.poll_mode = k.poll_mode;
   if (static_cast<int>(r.poll_mode) >= kNumPollModes || !b.allows(r.poll_mode)) {
     for (int i = 0; i < kNumPollModes; ++i) {
-      if (b.allows(static_cast<PollMode>(i))) {
-        r.poll_mode = static_cast<PollMode>(i);
+      if (b.allows(static_cast<PollingMode>(i))) {
+        r.poll_mode = static_cast<PollingMode>(i);
         break;
       }
     }

@@ -28,9 +28,9 @@ Observation CostModel::simulate(const Workload& w, const Knobs& k, std::mt19937_
   const double lambda_shard = lambda / n;
   const double b = static_cast<double>(k.batch_bytes);
   const double delay_s = k.flush_delay_us * 1e-6;
-  const bool busy = k.poll_mode == PollMode::busy;
-  const bool periodic = k.poll_mode == PollMode::periodic;
-  const bool event = k.poll_mode == PollMode::event;
+  const bool busy = k.poll_mode == PollingMode::busy;
+  const bool periodic = k.poll_mode == PollingMode::sleep;
+  const bool event = k.poll_mode == PollingMode::blocking;
   const double interval_s = std::max<double>(k.poll_interval_us, 1) * 1e-6;
 
   // A batch leaves when full or when its first record is flush_delay old, and holds at least
@@ -125,7 +125,7 @@ Knobs random_knobs(const KnobBounds& b, std::mt19937_64& rng) {
   k.shards = static_cast<uint32_t>(
       std::uniform_int_distribution<uint64_t>(b.shards.min, b.shards.max)(rng));
   k.poll_mode =
-      static_cast<PollMode>(std::uniform_int_distribution<int>(0, kNumPollModes - 1)(rng));
+      static_cast<PollingMode>(std::uniform_int_distribution<int>(0, kNumPollModes - 1)(rng));
   k.poll_interval_us = static_cast<uint32_t>(lu(b.poll_interval_us));
   k.pool_bytes = lu(b.pool_bytes);
   return clamp(k, b);
@@ -152,7 +152,7 @@ Knobs neighbour(const Knobs& k, const KnobBounds& b, std::mt19937_64& rng) {
         break;
       case 3:
         c.poll_mode =
-            static_cast<PollMode>(std::uniform_int_distribution<int>(0, kNumPollModes - 1)(rng));
+            static_cast<PollingMode>(std::uniform_int_distribution<int>(0, kNumPollModes - 1)(rng));
         break;
       case 4:
         c.poll_interval_us = static_cast<uint32_t>(times(c.poll_interval_us));

@@ -92,7 +92,7 @@ void XgboostTuner::build_candidates() {
     k = c;
     k.pool_bytes = scaled(c.pool_bytes, g, b.pool_bytes);
     add(k);
-    if (c.poll_mode == PollMode::periodic) {
+    if (c.poll_mode == PollingMode::sleep) {
       k = c;
       k.poll_interval_us = static_cast<uint32_t>(scaled(c.poll_interval_us, g, b.poll_interval_us));
       add(k);
@@ -105,7 +105,7 @@ void XgboostTuner::build_candidates() {
   }
   for (int m = 0; m < kNumPollModes; ++m) {
     Knobs k = c;
-    k.poll_mode = static_cast<PollMode>(m);
+    k.poll_mode = static_cast<PollingMode>(m);
     if (b.allows(k.poll_mode)) add(k);
   }
   // Pairs that often move together: batch with shards, batch with flush delay.

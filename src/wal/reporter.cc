@@ -6,7 +6,7 @@
 
 namespace rdmarepl::wal {
 
-const char* to_string(DamageReason r) noexcept {
+std::string_view to_string(DamageReason r) noexcept {
   switch (r) {
     case DamageReason::bad_segment_header:
       return "bad segment header";

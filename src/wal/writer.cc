@@ -13,40 +13,6 @@
 
 namespace rdmarepl::wal {
 
-const char* to_string(Durability d) noexcept {
-  switch (d) {
-    case Durability::none:
-      return "none";
-    case Durability::batch:
-      return "batch";
-    case Durability::interval:
-      return "interval";
-  }
-  return "unknown";
-}
-
-const char* to_string(Submission s) noexcept {
-  switch (s) {
-    case Submission::pwrite:
-      return "pwrite";
-    case Submission::io_uring:
-      return "io_uring";
-  }
-  return "unknown";
-}
-
-const char* to_string(Backend b) noexcept {
-  switch (b) {
-    case Backend::automatic:
-      return "auto";
-    case Backend::file:
-      return "file";
-    case Backend::pmem:
-      return "pmem";
-  }
-  return "unknown";
-}
-
 Status seal_segment(const File& f, uint64_t offset, uint64_t min_seq, uint64_t max_seq,
                     uint32_t frames, bool sync) {
   uint8_t hdr[kFrameHeaderSize] = {};

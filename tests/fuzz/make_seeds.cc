@@ -171,12 +171,12 @@ int main(int argc, char** argv) {
   ok &= write(h, "leader_hello", 1, leader.data(), leader.size());
   ok &= write(h, "follower_hello", 2, follower.data(), follower.size());
   transport::bootstrap::Hello tcp;
-  tcp.kind = transport::bootstrap::TransportKind::tcp;
+  tcp.kind = transport::TransportKind::tcp;
   tcp.node_id = "leader-a";
   tcp.app_data = leader;
   ok &= hello(h, "bootstrap_tcp_leader", tcp);
   transport::bootstrap::Hello verbs;
-  verbs.kind = transport::bootstrap::TransportKind::verbs;
+  verbs.kind = transport::TransportKind::verbs;
   verbs.node_id = "follower-b";
   verbs.transport_blob = {0x00, 0x01, 0x2a, 0x10, 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
   verbs.regions = {{.addr = 0x7f0000001000, .length = 1 << 20, .rkey = 0x1234},

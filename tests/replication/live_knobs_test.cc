@@ -77,7 +77,7 @@ class RandomTuner final : public tuning::Tuner {
     k.batch_bytes = pick(b_.batch_bytes);
     k.flush_delay_us = static_cast<uint32_t>(pick(b_.flush_delay_us));
     k.shards = static_cast<uint32_t>(pick(b_.shards));
-    k.poll_mode = static_cast<tuning::PollMode>(rng_() % tuning::kNumPollModes);
+    k.poll_mode = static_cast<tuning::PollingMode>(rng_() % tuning::kNumPollModes);
     k.poll_interval_us = static_cast<uint32_t>(pick(b_.poll_interval_us));
     k.pool_bytes = pick(b_.pool_bytes);
     return tuning::clamp(k, b_);
@@ -123,20 +123,20 @@ TEST_CASE("apply_knobs limits the knobs to what the leader can do and counts cha
   CHECK(start.batch_bytes == o.batch_bytes);
   CHECK(start.flush_delay_us == 100);
   CHECK(start.shards == 1);
-  CHECK(start.poll_mode == tuning::PollMode::periodic);
+  CHECK(start.poll_mode == tuning::PollingMode::sleep);
   CHECK(start.pool_bytes == uint64_t{o.shards} * o.retain_bytes);
 
   tuning::Knobs k = start;
   k.batch_bytes = 1 << 20;  // above ring_bytes / 4
   k.shards = 9;             // above the channel's shard count
-  k.poll_mode = tuning::PollMode::busy;
+  k.poll_mode = tuning::PollingMode::busy;
   k.poll_interval_us = 7;
   k.pool_bytes = 1;  // below what two batches and two of the largest records need
   REQUIRE(ch.apply_knobs(k).ok());
   const tuning::Knobs got = ch.knobs();
   CHECK(got.batch_bytes == o.ring_bytes / 4);
   CHECK(got.shards == o.shards);
-  CHECK(got.poll_mode == tuning::PollMode::busy);
+  CHECK(got.poll_mode == tuning::PollingMode::busy);
   CHECK(got.poll_interval_us == 7);
   CHECK(got.pool_bytes > 1);
   CHECK(got.pool_bytes <= uint64_t{o.shards} * o.retain_bytes);
@@ -167,11 +167,11 @@ TEST_CASE("apply_knobs limits the knobs to what the leader can do and counts cha
   tuning::Knobs fk = (*follower)->knobs();
   fk.batch_bytes = 8192;
   fk.shards = 3;
-  fk.poll_mode = tuning::PollMode::event;
+  fk.poll_mode = tuning::PollingMode::blocking;
   REQUIRE((*follower)->apply_knobs(fk).ok());
   CHECK((*follower)->knobs().batch_bytes == o.batch_bytes);
   CHECK((*follower)->knobs().shards == 1);
-  CHECK((*follower)->knobs().poll_mode == tuning::PollMode::event);
+  CHECK((*follower)->knobs().poll_mode == tuning::PollingMode::blocking);
 
   ch.close();
   auto closed = ch.apply_knobs(start);
@@ -190,11 +190,11 @@ TEST_CASE("a manual-polling leader keeps one worker and its polling mode", "[kno
   REQUIRE(leader.ok());
   tuning::Knobs k = (*leader)->knobs();
   k.shards = 3;
-  k.poll_mode = tuning::PollMode::event;
+  k.poll_mode = tuning::PollingMode::blocking;
   k.flush_delay_us = 10;
   REQUIRE((*leader)->apply_knobs(k).ok());
   CHECK((*leader)->knobs().shards == 1);
-  CHECK((*leader)->knobs().poll_mode == tuning::PollMode::busy);
+  CHECK((*leader)->knobs().poll_mode == tuning::PollingMode::busy);
   CHECK((*leader)->knobs().flush_delay_us == 10);
 }
 

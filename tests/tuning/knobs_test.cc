@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "rdmarepl/core/enum_text.h"
 #include "rdmarepl/tuning/knobs.h"
 
 using namespace rdmarepl;
@@ -49,21 +50,24 @@ TEST_CASE("validate(Knobs) names the offending knob; clamp makes any knobs valid
   REQUIRE_FALSE(s.ok());
   CHECK_THAT(s.error().message(), Catch::Contains("shards=99"));
 
-  b.poll_modes = 1u << static_cast<unsigned>(PollMode::event);
-  Knobs wild{1, 999999, 0, PollMode::busy, 0, 1};
+  b.poll_modes = 1u << static_cast<unsigned>(PollingMode::blocking);
+  Knobs wild{1, 999999, 0, PollingMode::busy, 0, 1};
   Knobs c = clamp(wild, b);
   CHECK(validate(c, b).ok());
   CHECK(c.batch_bytes == b.batch_bytes.min);
   CHECK(c.shards == 1);
-  CHECK(c.poll_mode == PollMode::event);
+  CHECK(c.poll_mode == PollingMode::blocking);
   CHECK(c.flush_delay_us == b.flush_delay_us.max);
 }
 
-TEST_CASE("poll modes parse by name and number", "[tuning]") {
-  CHECK(*parse_poll_mode("periodic") == PollMode::periodic);
-  CHECK(*parse_poll_mode("2") == PollMode::event);
-  auto bad = parse_poll_mode("spin");
+TEST_CASE("polling modes read back what to_string prints", "[tuning]") {
+  for (PollingMode m : enum_values(PollingMode{}))
+    CHECK(from_string<PollingMode>(to_string(m)) == m);
+  CHECK(*parse_enum<PollingMode>("sleep", "poll_mode") == PollingMode::sleep);
+  CHECK_FALSE(from_string<PollingMode>("2").has_value());
+  auto bad = parse_enum<PollingMode>("spin", "poll_mode");
   REQUIRE_FALSE(bad.ok());
-  CHECK_THAT(bad.error().message(), Catch::Contains("spin"));
+  CHECK_THAT(bad.error().message(),
+             Catch::Contains("spin") && Catch::Contains("busy, sleep, blocking, manual"));
   CHECK_THAT(to_string(Knobs{}), Catch::Contains("poll=busy"));
 }

@@ -28,7 +28,7 @@ TEST_CASE("xgboost tuner: decisions stay inside the bounds and move one step at 
   b.shards = {2, 6, 1};
   b.flush_delay_us = {10, 200, 10};
   b.pool_bytes = {64ull << 20, 256ull << 20, 1ull << 20};
-  b.poll_modes = 0b011;  // busy or periodic only
+  b.poll_modes = 0b011;  // busy or sleep only
   Knobs start;
   start.flush_delay_us = 50;
   start.shards = 3;

@@ -5,11 +5,14 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <span>
 #include <string_view>
 
 namespace rdmarepl::log {
 
 enum class Level : int { trace = 0, debug = 1, info = 2, warn = 3, error = 4, off = 5 };
+std::string_view to_string(Level level) noexcept;  // "trace" ... "off"
+std::span<const Level> enum_values(Level) noexcept;
 
 using Sink = std::function<void(Level, std::string_view)>;
 
@@ -19,7 +22,6 @@ void set_sink(Sink sink);
 // environment (trace|debug|info|warn|error|off).
 void set_level(Level level) noexcept;
 Level level() noexcept;
-const char* level_name(Level level) noexcept;
 
 void write(Level level, std::string_view message);
 

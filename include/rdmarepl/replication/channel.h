@@ -126,7 +126,7 @@ class ReplicationChannel {
   // Live knobs, control plane (never call it from the data path: it may start or join
   // poller threads). The leader applies batch_bytes and flush_delay_us to the open batch of
   // each shard from its next record on, poll_mode / poll_interval_us to its poller threads
-  // (busy = PollingMode::busy, periodic = sleep, event = blocking), `shards` as the number of
+  // (the same PollingMode as ChannelOptions::polling), `shards` as the number of
   // poller threads that carry the fixed set of ChannelOptions::shards shards, and
   // pool_bytes as the part of the retained windows (registered at create()) the leader uses.
   // Each value is first limited to what the channel can do (see knobs()); the key -> shard

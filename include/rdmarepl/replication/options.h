@@ -7,22 +7,25 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "rdmarepl/core/result.h"
+#include "rdmarepl/transport/kind.h"
 #include "rdmarepl/transport/types.h"
 #include "rdmarepl/tuning/knobs.h"
 #include "rdmarepl/tuning/tuner.h"
 #include "rdmarepl/tuning/tuner_options.h"
+#include "rdmarepl/wal/writer_options.h"
 
 namespace rdmarepl::replication {
 
 enum class Role : uint8_t { leader, follower };
 
 // `automatic` picks verbs when the build has it and an active RDMA device exists, else TCP.
-enum class TransportKind : uint8_t { automatic, tcp, verbs };
+using transport::TransportKind;
 
 // When a write counts as committed (wait() returns):
 //   none    when replicate() returned (fire and forget)
@@ -37,12 +40,12 @@ enum class AckMode : uint8_t { none, one, all, quorum };
 //   fail  fail with Errc::timeout once the follower has been away for `away_timeout`
 enum class AwayPolicy : uint8_t { wait, fail };
 
-// How the optional background poller drives progress():
+// How the optional background poller drives progress() (rdmarepl/tuning/polling_mode.h):
 //   manual    no poller thread: the store calls progress() from its own event loop
 //   busy      spin on progress() (lowest latency, one core)
 //   sleep     sleep `poll_interval` whenever a round found nothing to do
 //   blocking  block in Connection::wait (up to `poll_interval`) when a round was idle
-enum class PollingMode : uint8_t { manual, busy, sleep, blocking };
+using tuning::PollingMode;
 
 // A tuner that moves the leader's knobs live (docs/replication.md, "Live knobs"). Off by
 // default; when enabled the leader builds the tuner at create(), observes its own metrics
@@ -74,7 +77,7 @@ struct TuningOptions {
 //             a follower acknowledges only synced batches, so no write counts as committed,
 //             under any ack mode, before it is on stable storage
 //   interval  a background thread syncs every `durability_interval`
-enum class Durability : uint8_t { none, batch, interval };
+using wal::Durability;
 
 // Where the write-ahead log's frames go (docs/wal_format.md, "Backends"):
 //   automatic  persistent memory (libpmem) when the log's segment files map as such (a DAX
@@ -82,7 +85,7 @@ enum class Durability : uint8_t { none, batch, interval };
 //   file       pwritev + fdatasync
 //   pmem       libpmem; create() fails, naming the directory, when the build has no libpmem
 //              or the directory is not on a DAX file system
-enum class WalBackend : uint8_t { automatic, file, pmem };
+using WalBackend = wal::Backend;
 
 struct ChannelOptions {
   Role role = Role::leader;
@@ -175,10 +178,8 @@ struct ChannelOptions {
 };
 
 std::string_view to_string(Role r) noexcept;
-std::string_view to_string(TransportKind t) noexcept;
 std::string_view to_string(AckMode m) noexcept;
-std::string_view to_string(Durability d) noexcept;
-std::string_view to_string(WalBackend b) noexcept;
+std::span<const AckMode> enum_values(AckMode) noexcept;
 
 // Checks the options for consistency; the error names the field, its value and the fix.
 Status validate(const ChannelOptions& options);

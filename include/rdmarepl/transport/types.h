@@ -95,7 +95,7 @@ enum class WcStatus : uint8_t {
 };
 
 // The ibv_wc_status-style name ("IBV_WC_REM_ACCESS_ERR") and what to do about it.
-std::string_view wc_status_name(WcStatus s) noexcept;
+std::string_view to_string(WcStatus s) noexcept;
 std::string_view wc_status_advice(WcStatus s) noexcept;
 
 enum class WcOpcode : uint8_t {

@@ -6,29 +6,19 @@
 #include <string_view>
 
 #include "rdmarepl/core/result.h"
+#include "rdmarepl/tuning/polling_mode.h"
 
 namespace rdmarepl::tuning {
-
-// How the completion queues are polled.
-enum class PollMode : uint8_t {
-  busy = 0,      // spin on the CQ; lowest latency, one core per shard
-  periodic = 1,  // poll every `poll_interval_us`; trades latency for CPU
-  event = 2,     // sleep on the completion channel; cheapest, adds a wake-up
-};
-inline constexpr int kNumPollModes = 3;
-
-std::string_view poll_mode_name(PollMode m) noexcept;
-Result<PollMode> parse_poll_mode(std::string_view name);
 
 // The settings in force on a replication channel. The channel applies a new set at a batch
 // boundary; nothing here is read on the data path except by that one copy.
 struct Knobs {
-  uint64_t batch_bytes = 64 * 1024;     // a batch is sent when it reaches this size ...
-  uint32_t flush_delay_us = 50;         // ... or when its oldest record is this old
-  uint32_t shards = 2;                  // active shards = QPs = sync worker threads
-  PollMode poll_mode = PollMode::busy;  // CQ polling mode
-  uint32_t poll_interval_us = 10;       // used by PollMode::periodic
-  uint64_t pool_bytes = 64ull << 20;    // pre-registered pool size
+  uint64_t batch_bytes = 64 * 1024;           // a batch is sent when it reaches this size ...
+  uint32_t flush_delay_us = 50;               // ... or when its oldest record is this old
+  uint32_t shards = 2;                        // active shards = QPs = sync worker threads
+  PollingMode poll_mode = PollingMode::busy;  // busy, sleep or blocking
+  uint32_t poll_interval_us = 10;             // sleep/blocking: the longest idle wait
+  uint64_t pool_bytes = 64ull << 20;          // pre-registered pool size
 
   friend bool operator==(const Knobs&, const Knobs&) = default;
 };
@@ -56,10 +46,10 @@ struct KnobBounds {
   KnobRange shards{1, 16, 1};
   KnobRange poll_interval_us{1, 1000, 1};
   KnobRange pool_bytes{8ull << 20, 4ull << 30, 1ull << 20};
-  // Bit i set = PollMode(i) allowed. At least one bit must be set.
+  // Bit i set = PollingMode(i) allowed (manual never is). At least one bit must be set.
   uint8_t poll_modes = 0b111;
 
-  [[nodiscard]] bool allows(PollMode m) const noexcept {
+  [[nodiscard]] bool allows(PollingMode m) const noexcept {
     return (poll_modes >> static_cast<unsigned>(m)) & 1u;
   }
 };

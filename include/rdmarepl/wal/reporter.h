@@ -20,7 +20,7 @@ enum class DamageReason : uint8_t {
   after_damage,        // a whole later segment, dropped because an earlier one is damaged
   bad_checkpoint,      // a checkpoint file failed its header or payload check
 };
-const char* to_string(DamageReason r) noexcept;
+std::string_view to_string(DamageReason r) noexcept;
 
 struct Damage {
   std::string_view file;  // path of the damaged file

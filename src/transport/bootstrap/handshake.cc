@@ -36,8 +36,8 @@ constexpr std::string_view kLabelClientProof = "rdmarepl/1 initiator proof";
 constexpr std::string_view kLabelServerHello = "rdmarepl/1 responder hello";
 constexpr std::string_view kLabelClientHello = "rdmarepl/1 initiator hello";
 
-const char* msg_name(uint8_t type) {
-  switch (static_cast<Msg>(type)) {
+std::string_view to_string(Msg m) {
+  switch (m) {
     case Msg::open:
       return "Open";
     case Msg::proof:
@@ -125,7 +125,7 @@ class Session {
       return refuse(
           Error(Errc::unsupported, fmt::format("the peer wants a transport of kind {}, we are {}; "
                                                "configure the same transport on both nodes",
-                                               p[6], transport_kind_name(kind))));
+                                               p[6], to_string(kind))));
     }
     bool peer_keyed = (p[7] & kFlagKey) != 0;
     if ((p[7] & ~kFlagKey) != 0)
@@ -145,9 +145,8 @@ class Session {
     auto hello = parse_hello(body);
     if (!hello) return hello;
     if (hello->kind != kind) {
-      return Error(Errc::unsupported,
-                   fmt::format("the peer's Hello is for transport {}, we are {}",
-                               transport_kind_name(hello->kind), transport_kind_name(kind)));
+      return Error(Errc::unsupported, fmt::format("the peer's Hello is for transport {}, we are {}",
+                                                  to_string(hello->kind), to_string(kind)));
     }
     peer_node_ = hello->node_id;
     return hello;
@@ -212,14 +211,13 @@ class Session {
       return Error(Errc::protocol_error,
                    fmt::format("expected a handshake {} message but received bytes "
                                "{:02x}: this is not an rdmarepl peer (or not protocol version {})",
-                               msg_name(static_cast<uint8_t>(want)), fmt::join(header, " "),
-                               kProtocolVersion));
+                               to_string(want), fmt::join(header, " "), kProtocolVersion));
     }
     Msg got = static_cast<Msg>(type);
     if (got != want && got != Msg::reject) {
       return Error(Errc::protocol_error,
-                   fmt::format("expected a handshake {} message, received {}",
-                               msg_name(static_cast<uint8_t>(want)), msg_name(type)));
+                   fmt::format("expected a handshake {} message, received {}", to_string(want),
+                               to_string(static_cast<Msg>(type))));
     }
     bool exact = got == Msg::open || got == Msg::proof || got == Msg::done;
     if (length > max_body(got) || (exact && length != max_body(got))) {
@@ -231,7 +229,7 @@ class Session {
       }
       return Error(Errc::protocol_error,
                    fmt::format("handshake {} message of {} bytes exceeds its limit of {}",
-                               msg_name(type), length, max_body(got)));
+                               to_string(static_cast<Msg>(type)), length, max_body(got)));
     }
     std::vector<uint8_t> body(length);
     RDMAREPL_TRY(pipe_.recv_exact(body, deadline_));

@@ -34,22 +34,17 @@ Error malformed(std::string_view what, size_t offset) {
 
 }  // namespace
 
-const char* transport_kind_name(TransportKind kind) noexcept {
-  switch (kind) {
-    case TransportKind::tcp:
-      return "tcp";
-    case TransportKind::verbs:
-      return "verbs";
-  }
-  return "unknown";
-}
-
 Result<std::vector<uint8_t>> serialize_hello(const Hello& hello) {
   auto too_big = [](std::string_view field, size_t size, size_t limit) {
     return Error(Errc::too_large, fmt::format("Hello field {} has {} bytes/items, the limit is {}; "
                                               "shorten it",
                                               field, size, limit));
   };
+  if (hello.kind != TransportKind::tcp && hello.kind != TransportKind::verbs)
+    return Error(Errc::invalid_argument,
+                 fmt::format("Hello kind is {}; a connection's Hello names its real transport "
+                             "(tcp or verbs), not a choice",
+                             to_string(hello.kind)));
   if (hello.node_id.size() > kMaxNodeIdBytes)
     return too_big("node_id", hello.node_id.size(), kMaxNodeIdBytes);
   if (hello.transport_blob.size() > kMaxTransportBlobBytes)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "rdmarepl/core/result.h"
+#include "rdmarepl/transport/kind.h"
 #include "rdmarepl/transport/types.h"
 
 namespace rdmarepl::transport::bootstrap {
@@ -17,10 +18,6 @@ namespace rdmarepl::transport::bootstrap {
 // Version of the handshake and of the framing that follows it. A peer speaking another
 // version is refused with a message naming both versions.
 inline constexpr uint16_t kProtocolVersion = 1;
-
-// Which transport the connection is for; both sides must agree.
-enum class TransportKind : uint8_t { tcp = 1, verbs = 2 };
-const char* transport_kind_name(TransportKind kind) noexcept;
 
 // Field limits. They bound what a peer can make us allocate before authentication.
 inline constexpr size_t kMaxNodeIdBytes = 255;
@@ -36,11 +33,11 @@ inline constexpr size_t kMaxHelloBytes = kHelloFixedBytes + kMaxNodeIdBytes +
 
 struct Hello {
   uint16_t version = kProtocolVersion;
-  TransportKind kind = TransportKind::tcp;
-  std::string node_id;                  // the sender's identity (for messages and logs)
-  std::vector<uint8_t> transport_blob;  // transport-specific (verbs: QPN, PSN, GID, LID, MTU)
-  std::vector<RemoteRegion> regions;    // regions the sender lets the receiver write into
-  std::string app_data;                 // opaque bytes for the layer above
+  TransportKind kind = TransportKind::tcp;  // tcp or verbs, never automatic
+  std::string node_id;                      // the sender's identity (for messages and logs)
+  std::vector<uint8_t> transport_blob;      // transport-specific (verbs: QPN, PSN, GID, LID, MTU)
+  std::vector<RemoteRegion> regions;        // regions the sender lets the receiver write into
+  std::string app_data;                     // opaque bytes for the layer above
 
   friend bool operator==(const Hello&, const Hello&) = default;
 };

@@ -144,11 +144,11 @@ void FaultInjectingConnection::inject_failure(Completion& c) noexcept {
   c.status = plan_.fail_status;
   ++stats_.completions_failed;
   failed_ = true;
-  error_ = Error(Errc::io_error,
-                 fmt::format("fault injection failed completion #{} (wr_id {}) on the connection "
-                             "to node '{}' with {}",
-                             completions_, c.wr_id, inner_->peer().node_id,
-                             wc_status_name(plan_.fail_status)));
+  error_ = Error(
+      Errc::io_error,
+      fmt::format("fault injection failed completion #{} (wr_id {}) on the connection "
+                  "to node '{}' with {}",
+                  completions_, c.wr_id, inner_->peer().node_id, to_string(plan_.fail_status)));
   inner_->close();
 }
 

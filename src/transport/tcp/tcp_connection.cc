@@ -385,7 +385,7 @@ bool TcpConnection::start_frame() noexcept {
                   : syndrome == NakSyndrome::not_ready   ? Errc::busy
                                                          : Errc::protocol_error;
       fail(Error(code, fmt::format("{} refused our write seq {} (wr_id {}): {}; {}", peer_name_,
-                                   in_.seq, wr_id, wc_status_name(st), wc_status_advice(st))),
+                                   in_.seq, wr_id, to_string(st), wc_status_advice(st))),
            in_.seq, st);
       return false;
     }

@@ -53,7 +53,7 @@ Result<std::unique_ptr<Connection>> establish(bootstrap::Fd fd, bootstrap::Role 
                                               std::shared_ptr<const Registry> registry,
                                               Deadline deadline) {
   bootstrap::Hello mine;
-  mine.kind = bootstrap::TransportKind::tcp;
+  mine.kind = TransportKind::tcp;
   mine.node_id = options.node_id;
   mine.regions = options.regions;
   mine.app_data = options.app_data;

@@ -12,7 +12,7 @@
 
 namespace rdmarepl::transport::verbs {
 
-const char* async_event_name(ibv_event_type type) noexcept {
+std::string_view to_string(ibv_event_type type) noexcept {
   switch (type) {
     case IBV_EVENT_CQ_ERR:
       return "IBV_EVENT_CQ_ERR";
@@ -105,7 +105,7 @@ void AsyncEventMonitor::run() noexcept {
 
 void AsyncEventMonitor::handle(const ibv_async_event& ev) noexcept {
   events_.fetch_add(1, std::memory_order_acq_rel);
-  const char* what = async_event_name(ev.event_type);
+  const std::string_view what = to_string(ev.event_type);
   if (is_fatal_qp_event(ev.event_type)) {
     ibv_qp* qp = ev.element.qp;
     log::warn("verbs {}: QP {:#x}: {}; its connection fails and is reported to its owner",

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string_view>
 #include <thread>
 
 #include "rdmarepl/core/result.h"
@@ -56,7 +57,7 @@ class AsyncEventMonitor {
 };
 
 // "IBV_EVENT_PORT_ERR" etc.
-const char* async_event_name(ibv_event_type type) noexcept;
+std::string_view to_string(ibv_event_type type) noexcept;
 // True for the QP events after which the QP is unusable (fatal, request and access errors).
 bool is_fatal_qp_event(ibv_event_type type) noexcept;
 

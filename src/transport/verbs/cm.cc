@@ -211,8 +211,7 @@ Status VerbsConnection::modify_from_cm(ibv_qp_state target) {
   int mask = 0;
   attr.qp_state = target;
   if (rdma_init_qp_attr(cm_id_.get(), &attr, &mask) != 0) {
-    return errno_error(errno,
-                       fmt::format("{}: rdma_init_qp_attr({})", name_, qp_state_name(target)));
+    return errno_error(errno, fmt::format("{}: rdma_init_qp_attr({})", name_, to_string(target)));
   }
   const QpTuning& t = state_->options.qp;
   if (target == IBV_QPS_INIT)
@@ -235,7 +234,7 @@ Status VerbsConnection::modify_from_cm(ibv_qp_state target) {
         rc, fmt::format("{}: QP {:#x} -> {} with the CM's attributes failed (path "
                         "MTU {}, dest QPN {:#x}, rq PSN {:#x}, sq PSN {:#x}, sgid "
                         "index {})",
-                        name_, qp_->qp_num, qp_state_name(target), mtu_name(attr.path_mtu),
+                        name_, qp_->qp_num, to_string(target), to_string(attr.path_mtu),
                         attr.dest_qp_num, attr.rq_psn, attr.sq_psn, attr.ah_attr.grh.sgid_index));
   }
   return {};
@@ -258,7 +257,7 @@ Result<std::unique_ptr<CmPipe>> VerbsConnection::cm_prepare(const ConnectionOpti
 Status VerbsConnection::cm_handshake(CmPipe& pipe, bootstrap::Role role,
                                      const ConnectionOptions& options, Deadline deadline) {
   bootstrap::Hello hello;
-  hello.kind = bootstrap::TransportKind::verbs;
+  hello.kind = TransportKind::verbs;
   hello.node_id = options.node_id;
   hello.regions = options.regions;
   hello.app_data = options.app_data;
@@ -271,7 +270,7 @@ Status VerbsConnection::cm_handshake(CmPipe& pipe, bootstrap::Role role,
   peer_.regions = std::move(theirs->regions);
   peer_.app_data = std::move(theirs->app_data);
   log::debug("{}: QP {:#x} in RTS over RDMA CM (path MTU {}, PSN {:#x})", name_, qp_->qp_num,
-             mtu_name(path_mtu_), local_psn_);
+             to_string(path_mtu_), local_psn_);
   return {};
 }
 

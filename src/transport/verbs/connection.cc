@@ -152,7 +152,7 @@ Status VerbsConnection::handshake(bootstrap::Role role, const ConnectionOptions&
   mine.link_layer = dev.port_attr().link_layer;
 
   bootstrap::Hello hello;
-  hello.kind = bootstrap::TransportKind::verbs;
+  hello.kind = TransportKind::verbs;
   hello.node_id = options.node_id;
   hello.transport_blob = mine.serialize();
   hello.regions = options.regions;
@@ -187,7 +187,7 @@ Status VerbsConnection::handshake(bootstrap::Role role, const ConnectionOptions&
   peer_.regions = std::move(theirs->regions);
   peer_.app_data = std::move(theirs->app_data);
   log::debug("{}: QP {:#x} -> {:#x} in RTS (path MTU {}, PSN {:#x}/{:#x}, inline {})", name_,
-             mine.qpn, remote->qpn, mtu_name(path_mtu_), local_psn_, remote->psn, max_inline_);
+             mine.qpn, remote->qpn, to_string(path_mtu_), local_psn_, remote->psn, max_inline_);
   return {};
 }
 
@@ -289,7 +289,7 @@ Error VerbsConnection::error() const {
       return Error(Errc::io_error,
                    fmt::format("{}: QP {:#x} failed: {} (ibv_wc_status {} \"{}\", vendor error "
                                "{:#x}) on wr_id {}; {}",
-                               name_, qp_->qp_num, wc_status_name(failure_status_), failure_raw_,
+                               name_, qp_->qp_num, to_string(failure_status_), failure_raw_,
                                ibv_wc_status_str(static_cast<ibv_wc_status>(failure_raw_)),
                                failure_vendor_, failure_wr_id_, wc_status_advice(failure_status_)));
     case Failure::peer_closed:
@@ -321,7 +321,7 @@ Error VerbsConnection::error() const {
     case Failure::qp_event:
       return Error(Errc::io_error,
                    fmt::format("{}: QP {:#x} failed: async event {}; reconnect", name_, qp_->qp_num,
-                               async_event_name(static_cast<ibv_event_type>(failure_raw_))));
+                               to_string(static_cast<ibv_event_type>(failure_raw_))));
     case Failure::none:
       break;
   }

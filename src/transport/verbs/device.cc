@@ -80,7 +80,7 @@ Result<Choice> choose(const DeviceList& devices, const DeviceOptions& options,
       ibv_port_attr pa{};
       if (ibv_query_port(ctx, p, &pa) != 0) continue;
       if (pa.state == IBV_PORT_ACTIVE) return Choice{dev, p};
-      states += fmt::format(" {} port {}: {};", name, p, port_state_name(pa.state));
+      states += fmt::format(" {} port {}: {};", name, p, to_string(pa.state));
     }
   }
   std::string names;
@@ -150,7 +150,7 @@ Result<std::shared_ptr<Device>> Device::open(const DeviceOptions& options) {
   d->pd_.reset(ibv_alloc_pd(d->context()));
   if (!d->pd_) return errno_error(errno, fmt::format("ibv_alloc_pd({})", d->name_));
   log::debug("verbs: opened {} port {} ({}, active MTU {}, GID[{}] {})", d->name_, d->port_,
-             d->is_roce() ? "RoCE" : "InfiniBand", mtu_name(d->port_attr_.active_mtu),
+             d->is_roce() ? "RoCE" : "InfiniBand", to_string(d->port_attr_.active_mtu),
              d->gid_index_, gid_to_string(d->gid_));
   return d;
 }
@@ -179,7 +179,7 @@ std::string gid_to_string(const ibv_gid& gid) {
   return s;
 }
 
-const char* mtu_name(ibv_mtu mtu) noexcept {
+std::string_view to_string(ibv_mtu mtu) noexcept {
   switch (mtu) {
     case IBV_MTU_256:
       return "256";
@@ -195,7 +195,7 @@ const char* mtu_name(ibv_mtu mtu) noexcept {
   return "invalid";
 }
 
-const char* port_state_name(ibv_port_state state) noexcept {
+std::string_view to_string(ibv_port_state state) noexcept {
   return ibv_port_state_str(state);
 }
 

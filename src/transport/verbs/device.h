@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rdmarepl/core/result.h"
@@ -72,7 +73,7 @@ class Device {
 int find_ipv4_mapped_gid(ibv_context* context, uint8_t port, int table_len) noexcept;
 // "fe80:0000:...": the GID in the notation of /sys/class/infiniband/*/ports/*/gids/*.
 std::string gid_to_string(const ibv_gid& gid);
-const char* mtu_name(ibv_mtu mtu) noexcept;  // "1024"
-const char* port_state_name(ibv_port_state state) noexcept;
+std::string_view to_string(ibv_mtu mtu) noexcept;  // "1024"
+std::string_view to_string(ibv_port_state state) noexcept;
 
 }  // namespace rdmarepl::transport::verbs

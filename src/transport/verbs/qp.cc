@@ -95,7 +95,7 @@ Status qp_to_rtr(ibv_qp* qp, const Device& device, const QpEndpoint& remote, ibv
     return errno_error(
         rc, fmt::format("{}: QP {:#x} INIT->RTR failed (dest QPN {:#x}, rq PSN {:#x}, path MTU "
                         "{}, {} {}, sgid index {}, port {})",
-                        what, qp->qp_num, remote.qpn, remote.psn, mtu_name(mtu),
+                        what, qp->qp_num, remote.qpn, remote.psn, to_string(mtu),
                         global ? "dgid" : "dlid",
                         global ? gid_to_string(remote.gid) : std::to_string(remote.lid),
                         device.gid_index(), device.port()));
@@ -137,7 +137,7 @@ ibv_qp_state qp_state(ibv_qp* qp) noexcept {
   return attr.qp_state;
 }
 
-const char* qp_state_name(ibv_qp_state state) noexcept {
+std::string_view to_string(ibv_qp_state state) noexcept {
   switch (state) {
     case IBV_QPS_RESET:
       return "RESET";

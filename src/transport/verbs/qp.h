@@ -69,7 +69,7 @@ Status qp_to_rts(ibv_qp* qp, uint32_t local_psn, const QpTuning& tuning, std::st
 Status qp_to_error(ibv_qp* qp) noexcept;
 // Current state of the QP (IBV_QPS_ERR on query failure).
 ibv_qp_state qp_state(ibv_qp* qp) noexcept;
-const char* qp_state_name(ibv_qp_state state) noexcept;
+std::string_view to_string(ibv_qp_state state) noexcept;
 
 // ibv_wc_status -> WcStatus. Every status has a mapping; unknown values map to `fatal`.
 WcStatus to_wc_status(ibv_wc_status status) noexcept;

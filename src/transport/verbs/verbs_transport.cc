@@ -32,7 +32,7 @@ class VerbsListener final : public Listener {
   Endpoint local_;
 };
 
-std::string access_name(Access a) {
+std::string to_string(Access a) {
   std::string s;
   if (has(a, Access::local_write)) s += "local_write ";
   if (has(a, Access::remote_write)) s += "remote_write ";
@@ -118,7 +118,7 @@ Result<std::unique_ptr<MemoryRegion>> VerbsTransport::register_memory(void* addr
     if (!mr) {
       return errno_error(errno, fmt::format("ibv_reg_mr({}, {} bytes, {}) on {} (segment at "
                                             "offset {} of {})",
-                                            static_cast<void*>(p + off), len, access_name(access),
+                                            static_cast<void*>(p + off), len, to_string(access),
                                             state_->device->name(), off, length));
     }
     mrs.push_back(std::move(mr));
@@ -144,7 +144,7 @@ Result<RegisteredRegion> VerbsTransport::register_raw(void* addr, size_t length,
   ibv_mr* mr = ibv_reg_mr(state_->device->pd(), addr, length, to_ibv_access(access));
   if (mr == nullptr) {
     return errno_error(errno, fmt::format("ibv_reg_mr({}, {} bytes, {}) on {}", addr, length,
-                                          access_name(access), state_->device->name()));
+                                          to_string(access), state_->device->name()));
   }
   return RegisteredRegion{addr, length, {mr->lkey, mr->rkey}, access, mr};
 }

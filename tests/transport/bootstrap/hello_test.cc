@@ -38,6 +38,23 @@ TEST_CASE("Hello round-trips through its wire form", "[transport][bootstrap]") {
   REQUIRE(parse_hello(*e).ok());
 }
 
+TEST_CASE("A Hello names a real transport, never the automatic choice", "[transport][bootstrap]") {
+  auto h = sample();
+  h.kind = TransportKind::automatic;
+  auto bytes = serialize_hello(h);
+  REQUIRE_FALSE(bytes.ok());
+  CHECK(bytes.error().is(Errc::invalid_argument));
+  CHECK_THAT(bytes.error().message(), Catch::Contains("auto"));
+
+  h.kind = TransportKind::tcp;
+  auto wire = serialize_hello(h);
+  REQUIRE(wire.ok());
+  (*wire)[2] = static_cast<uint8_t>(TransportKind::automatic);  // the kind byte
+  auto parsed = parse_hello(*wire);
+  REQUIRE_FALSE(parsed.ok());
+  CHECK(parsed.error().is(Errc::protocol_error));
+}
+
 TEST_CASE("Hello layout is big-endian as documented", "[transport][bootstrap]") {
   Hello h;
   h.node_id = "ab";

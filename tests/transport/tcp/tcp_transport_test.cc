@@ -240,7 +240,7 @@ TEST_CASE("tcp: a peer accepted late in accept()'s timeout still gets the connec
   std::this_thread::sleep_for(1s);
   bootstrap::Hello hello;
   hello.node_id = "leader";
-  hello.kind = bootstrap::TransportKind::tcp;
+  hello.kind = TransportKind::tcp;
   auto theirs =
       bootstrap::exchange(raw->get(), hello, bootstrap::Role::initiator, "", Deadline::after(5s));
   INFO((theirs.ok() ? std::string() : theirs.error().message()));

@@ -268,7 +268,7 @@ TEST_CASE("the link going down mid-stream fails the connection", "[.linkdown]") 
   CHECK_FALSE(idle.client->healthy());
   INFO("idle connection: " << idle.client->error().message());
   CHECK_THAT(idle.client->error().message(), Catch::Contains("IBV_EVENT_PORT_ERR"));
-  INFO("first failed completion: " << wc_status_name(seen));
+  INFO("first failed completion: " << to_string(seen));
   CHECK(link_down);
   CHECK(seen != WcStatus::success);
   CHECK_FALSE(p.client->healthy());

@@ -54,7 +54,7 @@ TEST_CASE("path MTU is the smaller active MTU", "[verbs][unit]") {
   CHECK(path_mtu(IBV_MTU_4096, IBV_MTU_1024) == IBV_MTU_1024);
   CHECK(path_mtu(IBV_MTU_1024, IBV_MTU_2048) == IBV_MTU_1024);
   CHECK(path_mtu(IBV_MTU_4096, IBV_MTU_4096) == IBV_MTU_4096);
-  CHECK(std::string(mtu_name(IBV_MTU_2048)) == "2048");
+  CHECK(std::string(to_string(IBV_MTU_2048)) == "2048");
 }
 
 TEST_CASE("every ibv_wc_status maps to a named WcStatus", "[verbs][unit]") {
@@ -70,28 +70,28 @@ TEST_CASE("every ibv_wc_status maps to a named WcStatus", "[verbs][unit]") {
   CHECK(to_wc_status(IBV_WC_REM_OP_ERR) == WcStatus::remote_operation_error);
   for (int s = IBV_WC_SUCCESS; s <= IBV_WC_TM_RNDV_INCOMPLETE; ++s) {
     auto w = to_wc_status(static_cast<ibv_wc_status>(s));
-    CHECK_THAT(std::string(wc_status_name(w)), Catch::StartsWith("IBV_WC_"));
+    CHECK_THAT(std::string(to_string(w)), Catch::StartsWith("IBV_WC_"));
     if (s != IBV_WC_SUCCESS) CHECK(w != WcStatus::success);
   }
   CHECK(to_wc_status(static_cast<ibv_wc_status>(999)) == WcStatus::fatal);
 }
 
 TEST_CASE("QP states, MTUs and port states have names", "[verbs][unit]") {
-  CHECK(std::string(qp_state_name(IBV_QPS_RESET)) == "RESET");
-  CHECK(std::string(qp_state_name(IBV_QPS_INIT)) == "INIT");
-  CHECK(std::string(qp_state_name(IBV_QPS_RTR)) == "RTR");
-  CHECK(std::string(qp_state_name(IBV_QPS_RTS)) == "RTS");
-  CHECK(std::string(qp_state_name(IBV_QPS_SQD)) == "SQD");
-  CHECK(std::string(qp_state_name(IBV_QPS_SQE)) == "SQE");
-  CHECK(std::string(qp_state_name(IBV_QPS_ERR)) == "ERR");
-  CHECK_FALSE(std::string(qp_state_name(static_cast<ibv_qp_state>(99))).empty());
-  CHECK(std::string(mtu_name(IBV_MTU_256)) == "256");
-  CHECK(std::string(mtu_name(IBV_MTU_512)) == "512");
-  CHECK(std::string(mtu_name(IBV_MTU_1024)) == "1024");
-  CHECK(std::string(mtu_name(IBV_MTU_4096)) == "4096");
-  CHECK(std::string(mtu_name(static_cast<ibv_mtu>(9))) == "invalid");
-  CHECK_THAT(std::string(port_state_name(IBV_PORT_ACTIVE)), Catch::Contains("active"));
-  CHECK_THAT(std::string(port_state_name(IBV_PORT_DOWN)), Catch::Contains("down"));
+  CHECK(std::string(to_string(IBV_QPS_RESET)) == "RESET");
+  CHECK(std::string(to_string(IBV_QPS_INIT)) == "INIT");
+  CHECK(std::string(to_string(IBV_QPS_RTR)) == "RTR");
+  CHECK(std::string(to_string(IBV_QPS_RTS)) == "RTS");
+  CHECK(std::string(to_string(IBV_QPS_SQD)) == "SQD");
+  CHECK(std::string(to_string(IBV_QPS_SQE)) == "SQE");
+  CHECK(std::string(to_string(IBV_QPS_ERR)) == "ERR");
+  CHECK_FALSE(std::string(to_string(static_cast<ibv_qp_state>(99))).empty());
+  CHECK(std::string(to_string(IBV_MTU_256)) == "256");
+  CHECK(std::string(to_string(IBV_MTU_512)) == "512");
+  CHECK(std::string(to_string(IBV_MTU_1024)) == "1024");
+  CHECK(std::string(to_string(IBV_MTU_4096)) == "4096");
+  CHECK(std::string(to_string(static_cast<ibv_mtu>(9))) == "invalid");
+  CHECK_THAT(std::string(to_string(IBV_PORT_ACTIVE)), Catch::Contains("active"));
+  CHECK_THAT(std::string(to_string(IBV_PORT_DOWN)), Catch::Contains("down"));
 }
 
 TEST_CASE("access flags: remote write implies local write", "[verbs][unit]") {
@@ -126,10 +126,10 @@ namespace rdmarepl::transport::verbs {
 
 TEST_CASE("async events have their verbs names and fatal QP events are told apart",
           "[verbs][unit]") {
-  CHECK(std::string(async_event_name(IBV_EVENT_PORT_ERR)) == "IBV_EVENT_PORT_ERR");
-  CHECK(std::string(async_event_name(IBV_EVENT_QP_FATAL)) == "IBV_EVENT_QP_FATAL");
-  CHECK(std::string(async_event_name(IBV_EVENT_WQ_FATAL)) == "IBV_EVENT_WQ_FATAL");
-  CHECK(std::string(async_event_name(static_cast<ibv_event_type>(999))) == "IBV_EVENT_(unknown)");
+  CHECK(std::string(to_string(IBV_EVENT_PORT_ERR)) == "IBV_EVENT_PORT_ERR");
+  CHECK(std::string(to_string(IBV_EVENT_QP_FATAL)) == "IBV_EVENT_QP_FATAL");
+  CHECK(std::string(to_string(IBV_EVENT_WQ_FATAL)) == "IBV_EVENT_WQ_FATAL");
+  CHECK(std::string(to_string(static_cast<ibv_event_type>(999))) == "IBV_EVENT_(unknown)");
   CHECK(is_fatal_qp_event(IBV_EVENT_QP_FATAL));
   CHECK(is_fatal_qp_event(IBV_EVENT_QP_REQ_ERR));
   CHECK(is_fatal_qp_event(IBV_EVENT_QP_ACCESS_ERR));
