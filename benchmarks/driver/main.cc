@@ -19,6 +19,7 @@
 #include "flags.h"
 #include "json_writer.h"
 #include "machine.h"
+#include "metrics_text.h"
 #include "redis_compare.h"
 #include "roles.h"
 #include "run_config.h"
@@ -334,7 +335,9 @@ int main(int argc, char** argv) {
     j.field("cpu_seconds", r.cpu_seconds);
     j.field("cpu_us_per_op", r.cpu_seconds * 1e6 / static_cast<double>(r.records));
     j.field("verified", r.verified);
-    j.field("batches", r.batches).field("reconnects", r.reconnects);
+    j.field("batches", r.leader_metrics.batches_sealed)
+        .field("reconnects", r.leader_metrics.reconnects);
+    j.raw("leader_metrics", metrics_to_json(r.leader_metrics));
     j.begin_object("machine")
         .field("nproc", machine.cores)
         .field("cpu_model", machine.cpu_model)

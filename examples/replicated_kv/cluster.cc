@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "child_process.h"
+#include "metrics_text.h"
 #include "progress.h"
 #include "rdmarepl/core/clock.h"
 
@@ -160,9 +161,11 @@ Result<RunResult> run_cluster(const RunConfig& config) {
   result.seconds = static_cast<double>(parse_count(field(done, "elapsed_ns"), "ns").value()) * 1e-9;
   result.ops_per_sec = static_cast<double>(n) / result.seconds;
   result.mb_per_sec = static_cast<double>(result.payload_bytes) / result.seconds / 1e6;
-  result.reconnects = parse_count(field(done, "reconnects"), "reconnects").value();
-  result.batches = parse_count(field(done, "batches"), "batches").value();
-  result.batches_resent = parse_count(field(done, "resent"), "resent").value();
+  auto leader_metrics = metrics_from_wire(done);
+  if (!leader_metrics)
+    return Error(Errc::protocol_error, "the leader's done line lacks its metrics (" +
+                                           leader_metrics.error().message() + "): '" + done + "'");
+  result.leader_metrics = *leader_metrics;
   LatencySummary::from_wire(done, result.latency);
   Digest leader_digest;
   Digest::parse(field(done, "digest"), leader_digest);

@@ -11,6 +11,7 @@
 #include "kv_store.h"
 #include "latency.h"
 #include "rdmarepl/core/result.h"
+#include "rdmarepl/replication/channel_metrics.h"
 #include "run_config.h"
 
 namespace rdmarepl::kvdemo {
@@ -30,9 +31,7 @@ struct RunResult {
   LatencySummary latency;  // replicate() to committed under the ack mode
   double cpu_seconds = 0;  // user + system of every process of the run
   std::vector<std::pair<std::string, double>> cpu_by_process;  // the same, per process
-  uint64_t reconnects = 0;
-  uint64_t batches = 0;
-  uint64_t batches_resent = 0;
+  replication::MetricsSnapshot leader_metrics;  // the scalar metrics at the leader's end
   bool follower_killed = false;
   std::vector<NodeDigest> digests;  // the leader first
   bool verified = false;            // every follower's digest equals the leader's

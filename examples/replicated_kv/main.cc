@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
   fmt::print("  cpu              {:.2f} s over all processes\n", r.cpu_seconds);
   if (r.follower_killed) {
     fmt::print("  follower-1       killed and restarted; {} reconnects, {} batches resent\n",
-               r.reconnects, r.batches_resent);
+               r.leader_metrics.reconnects, r.leader_metrics.batches_resent);
   }
   fmt::print("  verified         {}\n",
              r.verified ? "yes: every store holds the same contents" : "NO: the stores differ");

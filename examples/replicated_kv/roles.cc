@@ -16,6 +16,7 @@
 #include "control_socket.h"
 #include "kv_store.h"
 #include "latency.h"
+#include "metrics_text.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/replication/channel.h"
@@ -243,11 +244,10 @@ int run_leader(const Flags& flags, ControlSocket& ctl) {
   uint64_t elapsed = mono_ns() - start;
   auto latency = tracker.summarize();
   auto m = channel.metrics();
-  if (!ctl.send_line(fmt::format(
-          "done n={} elapsed_ns={} bytes={} transport={} digest={} reconnects={} resent={} "
-          "batches={} {}",
-          n, elapsed, bytes, channel.transport_name(), store.digest().to_string(), m.reconnects,
-          m.batches_resent, m.batches_sealed, latency.to_wire()))) {
+  if (!ctl.send_line(fmt::format("done n={} elapsed_ns={} bytes={} transport={} digest={} {} {}", n,
+                                 elapsed, bytes, channel.transport_name(),
+                                 store.digest().to_string(), metrics_to_wire(m),
+                                 latency.to_wire()))) {
     return 1;
   }
   for (;;) {
@@ -284,9 +284,8 @@ int run_follower(const Flags& flags, ControlSocket& ctl) {
     if (*line == "mute") mute(ctl);
     if (*line == "digest") {
       auto m = channel.metrics();
-      (void)ctl.send_line(fmt::format("digest value={} applied={} skipped={}",
-                                      store.digest().to_string(), m.records_applied,
-                                      m.records_skipped));
+      (void)ctl.send_line(
+          fmt::format("digest value={} {}", store.digest().to_string(), metrics_to_wire(m)));
     }
   }
   channel.close();

@@ -15,6 +15,11 @@ namespace rdmarepl {
 using replication::AckMode;
 using replication::AwayPolicy;
 using replication::ChannelOptions;
+using replication::HistogramField;
+using replication::kHistogramFields;
+using replication::kMetricFields;
+using replication::MetricField;
+using replication::MetricKind;
 using replication::MetricsSnapshot;
 using replication::Op;
 using replication::PollingMode;

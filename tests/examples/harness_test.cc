@@ -10,6 +10,7 @@
 #include "json_writer.h"
 #include "kv_store.h"
 #include "latency.h"
+#include "metrics_text.h"
 #include "workload.h"
 
 using namespace rdmarepl;
@@ -204,4 +205,24 @@ TEST_CASE("json writer output is read back by the json helpers") {
   CHECK(json_number(j.str(), "p99") == Approx(2.25));
   CHECK(json_true(j.str(), "ok"));
   CHECK(std::isnan(json_number(j.str(), "missing")));
+}
+
+TEST_CASE("metrics travel on a control line and into JSON, one key per table field") {
+  rdmarepl::replication::MetricsSnapshot m;
+  uint64_t v = 1;
+  for (const auto& f : rdmarepl::replication::kMetricFields) m.*f.member = v++ * 1000;
+  const std::string line = "done n=5 " + metrics_to_wire(m) + " p50=1.0";
+  auto back = metrics_from_wire(line);
+  REQUIRE(back.ok());
+  for (const auto& f : rdmarepl::replication::kMetricFields) {
+    INFO(f.name);
+    CHECK((*back).*f.member == m.*f.member);
+    CHECK(json_number(metrics_to_json(m), std::string(f.name)) ==
+          Approx(static_cast<double>(m.*f.member)));
+  }
+  CHECK(line.find("reconnects=9000") != std::string::npos);
+
+  auto missing = metrics_from_wire("done n=5 records_replicated=3");
+  REQUIRE_FALSE(missing.ok());
+  CHECK_THAT(missing.error().message(), Catch::Contains("bytes_replicated"));
 }

@@ -120,6 +120,9 @@ TEST_CASE("bench driver --outstanding 1 runs a closed loop: one record per batch
   CHECK(json_ok(path,
                 "d['verified'] is True and d['records'] == 2000 and d['outstanding'] == 1 and "
                 "d['reconnects'] == 0 and d['batches'] == 2000 and "
+                "d['leader_metrics']['records_replicated'] == 2000 and "
+                "d['leader_metrics']['batches_sealed'] == 2000 and "
+                "d['leader_metrics']['followers'] == 1 and "
                 "'closed loop' in d['latency_kind'] and "
                 "0 < d['latency_us']['p50'] <= d['latency_us']['p99']"));
   std::remove(path.c_str());

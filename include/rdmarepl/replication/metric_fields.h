@@ -1,0 +1,36 @@
+// The channel's metrics, one line each: every field of MetricsSnapshot (and its atomic in
+// ChannelMetrics) is declared here with its kind, unit and help text. The structs,
+// ChannelMetrics::snapshot(), the field tables kMetricFields / kHistogramFields and every
+// writer built on them (the demo's control lines, rdmarepl-bench --json) derive from these
+// lists, so a new metric is one line here plus its row in docs/replication.md ("Metrics"),
+// which a test checks. The per-follower arrays (follower_lag, follower_connected) are the
+// only fields outside the lists.
+#pragma once
+
+// X(name, kind, unit, help): a uint64_t; kind is counter (only grows) or gauge.
+#define RDMAREPL_CHANNEL_METRICS(X)                                                                \
+  X(records_replicated, counter, "records", "leader: records accepted by replicate()/erase()")     \
+  X(bytes_replicated, counter, "bytes", "leader: encoded record bytes")                            \
+  X(batches_sealed, counter, "batches", "leader: batches closed (each is sent once per follower)") \
+  X(batches_sent, counter, "batches", "leader: batch writes posted, over all followers")           \
+  X(batches_resent, counter, "batches", "leader: of which catch-up resends after a reconnect")     \
+  X(credit_stalls, counter, "events", "leader: a batch waited for ring space or queue depth")      \
+  X(window_stalls, counter, "events", "leader: replicate() waited for the retained window")        \
+  X(queue_depth, gauge, "batches", "leader: sealed batches not yet acked by every follower")       \
+  X(reconnects, counter, "connections", "connections (re)established after the first")             \
+  X(protocol_errors, counter, "events", "bad batches / immediates (connection dropped)")           \
+  X(records_applied, counter, "records", "follower: Store::apply calls")                           \
+  X(records_skipped, counter, "records", "follower: duplicates skipped after a reconnect")         \
+  X(batches_applied, counter, "batches", "follower: batches applied")                              \
+  X(checkpoints_shipped, counter, "checkpoints", "leader: checkpoints a follower installed")       \
+  X(checkpoints_installed, counter, "checkpoints", "follower: checkpoints received and installed") \
+  X(knob_changes, counter, "events", "apply_knobs() calls that changed at least one setting")      \
+  X(worker_changes, counter, "events", "of which changed the number of poller threads")            \
+  X(tuner_decisions, counter, "events", "decisions made by the channel's tuner")                   \
+  X(followers, gauge, "followers", "leader: followers configured (per-follower entries used)")
+
+// X(name, unit, help): a metrics::Histogram (snapshot: count, sum, max, percentiles).
+#define RDMAREPL_CHANNEL_HISTOGRAMS(X)                    \
+  X(batch_bytes, "bytes", "sealed batch sizes")           \
+  X(batch_records, "records", "records per sealed batch") \
+  X(ack_latency_ns, "nanoseconds", "replicate() -> committed under the ack mode")
