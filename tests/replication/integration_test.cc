@@ -243,7 +243,12 @@ TEST_CASE("connections dropped mid-batch are re-established without loss", "[int
   nodes.push_back(std::make_unique<NodeProcess>(o));
   nodes.push_back(std::make_unique<NodeProcess>(o));
   transport::fault::FaultPlan plan;
-  plan.drop_after_writes = 150;  // every leader connection dies after 150 writes
+  // Every leader connection dies after 40 writes. The load (log-uniform values up to 16 KiB,
+  // about 1.7 KiB on average) fills each shard with about 8.7 MB: at least 130 writes per
+  // connection even when the writers outrun the sender and every batch leaves full (64 KiB),
+  // so each of the 8 connections drops at least 3 times however load shapes the batches.
+  // (At 150 a loaded machine could send every batch full and never reach the limit.)
+  plan.drop_after_writes = 40;
   plan.on_accept = false;
   auto t = std::make_unique<transport::fault::FaultInjectingTransport>(
       std::make_unique<transport::tcp::TcpTransport>(), plan);
