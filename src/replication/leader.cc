@@ -48,7 +48,7 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
     }
     self->shards_.push_back(std::move(s));
   }
-  self->callbacks_.init(options.shards, options.max_pending_callbacks);
+  self->commits_.init(options.shards, options.max_pending_callbacks);
   self->metrics_.followers.store(static_cast<uint32_t>(options.peers.size()));
   RDMAREPL_TRY(self->open_wal());
   // One synchronous round so that a channel created while its followers are up starts
@@ -67,21 +67,6 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
 
 uint64_t Leader::last_seq(uint32_t shard) const noexcept {
   return shards_[shard]->next_seq.load(std::memory_order_acquire) - 1;
-}
-
-uint32_t Leader::required_acks() const noexcept {
-  const auto n = static_cast<uint32_t>(options_.peers.size());
-  switch (options_.ack_mode) {
-    case AckMode::none:
-      return 0;
-    case AckMode::one:
-      return 1;
-    case AckMode::all:
-      return n;
-    case AckMode::quorum:
-      return (n + 1) / 2;  // majority of n + 1 nodes, the leader included
-  }
-  return n;
 }
 
 // ------------------------------------------------------------------ window management
@@ -306,32 +291,6 @@ size_t Leader::poll_link(Shard& s, Link& l) noexcept {
   return n;
 }
 
-void Leader::update_committed(Shard& s) noexcept {
-  const uint64_t next = s.next_seq.load(std::memory_order_relaxed);
-  uint64_t c = 0;
-  if (options_.ack_mode == AckMode::none) {
-    c = wal_ && wal_->gates() ? wal_durable_seq(s) : next - 1;
-  } else {
-    std::array<uint64_t, kMaxFollowers> acked{};
-    const size_t n = s.links.size();
-    for (size_t i = 0; i < n; ++i) acked[i] = s.links[i]->acked_seq.load(std::memory_order_relaxed);
-    std::sort(acked.begin(), acked.begin() + static_cast<std::ptrdiff_t>(n), std::greater<>());
-    const uint32_t k = required_acks();
-    c = k == 0 || k > n ? 0 : acked[k - 1];
-  }
-  if (c > s.committed.load(std::memory_order_relaxed))
-    s.committed.store(c, std::memory_order_release);
-  const uint64_t committed = s.committed.load(std::memory_order_relaxed);
-  const uint64_t now = mono_ns();
-  // Batches evicted before their commit was seen are not timed.
-  if (s.latency_bn < s.window.first_bn()) s.latency_bn = s.window.first_bn();
-  while (s.latency_bn < s.window.end_bn() && s.window.desc(s.latency_bn).last_seq() <= committed) {
-    const BatchDesc& d = s.window.desc(s.latency_bn);
-    metrics_.ack_latency_ns.record(now - d.t0_ns, d.count);
-    ++s.latency_bn;
-  }
-}
-
 void Leader::link_down(Shard& s, Link& l, std::string_view why) noexcept {
   if (!l.up.load(std::memory_order_relaxed)) return;
   log::warn(
@@ -356,7 +315,7 @@ size_t Leader::progress_locked(Shard& s) noexcept {
     ++work;
   }
   send_pending(s);
-  update_committed(s);
+  commits_.update(s);
   return work;
 }
 
@@ -382,7 +341,7 @@ size_t Leader::progress() noexcept {
     }
     depth += shard_depth;
   }
-  if (callbacks_.any_pending()) work += fire_callbacks();
+  work += commits_.fire_callbacks();
   metrics_.queue_depth.store(depth, std::memory_order_relaxed);
   for (size_t i = 0; i < options_.peers.size(); ++i) {
     metrics_.follower_lag[i].store(lag[i], std::memory_order_relaxed);
@@ -410,108 +369,6 @@ void Leader::wait_for_work(std::chrono::microseconds timeout) noexcept {
   std::this_thread::sleep_for(timeout);
 }
 
-// ------------------------------------------------------------------ waiting
-
-bool Leader::committed(Ticket t) const noexcept {
-  if (t.shard >= shards_.size()) return false;
-  return shards_[t.shard]->committed.load(std::memory_order_acquire) >= t.seq;
-}
-
-std::string Leader::describe_missing(const Shard& s, uint64_t seq) const {
-  std::string out;
-  const uint64_t now = mono_ns();
-  for (const auto& l : s.links) {
-    const uint64_t acked = l->acked_seq.load(std::memory_order_acquire);
-    if (acked >= seq) continue;
-    if (!out.empty()) out += "; ";
-    out += fmt::format("follower {} acked seq {}", options_.peers[l->follower].to_string(), acked);
-    if (!l->up.load(std::memory_order_acquire))
-      out += fmt::format(" and has been disconnected for {} ms",
-                         (now - l->down_since_ns.load(std::memory_order_acquire)) / 1'000'000);
-  }
-  return out;
-}
-
-Status Leader::away_failure(const Shard& s, uint64_t seq) const {
-  if (options_.away_policy != AwayPolicy::fail) return ok_status();
-  const uint64_t away_ns = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.away_timeout).count());
-  const uint64_t now = mono_ns();
-  uint32_t available = 0;
-  for (const auto& l : s.links)
-    if (l->up.load(std::memory_order_acquire) ||
-        now - l->down_since_ns.load(std::memory_order_acquire) < away_ns ||
-        l->acked_seq.load(std::memory_order_acquire) >= seq)
-      ++available;
-  if (available >= required_acks()) return ok_status();
-  return Error(Errc::timeout,
-               fmt::format("seq {} of shard {} cannot meet ack_mode={} ({} follower acks): {}; "
-                           "away_policy=fail and away_timeout={} ms. Bring the follower back "
-                           "(it is caught up from the retained window) or use "
-                           "away_policy=wait",
-                           seq, s.index, to_string(options_.ack_mode), required_acks(),
-                           describe_missing(s, seq), options_.away_timeout.count()));
-}
-
-Status Leader::wait(Ticket t, std::chrono::milliseconds timeout) {
-  if (t.shard >= shards_.size())
-    return Error(Errc::invalid_argument, fmt::format("ticket names shard {} but the channel has {} "
-                                                     "shards",
-                                                     t.shard, shards_.size()));
-  const Shard& s = *shards_[t.shard];
-  const Deadline deadline = Deadline::after(timeout);
-  bool flushed = false;
-  for (;;) {
-    if (committed(t)) return ok_status();
-    if (closed_.load(std::memory_order_acquire))
-      return Error(Errc::closed, "the replication channel was closed while waiting");
-    if (!flushed) {  // a waiter should not also wait for flush_delay
-      flushed = true;
-      flush();
-    }
-    if (auto away = away_failure(s, t.seq); !away) return away;
-    if (deadline.expired())
-      return Error(Errc::timeout,
-                   fmt::format("seq {} of shard {} was not acknowledged under ack_mode={} within "
-                               "{} ms: {}",
-                               t.seq, t.shard, to_string(options_.ack_mode), timeout.count(),
-                               describe_missing(s, t.seq)));
-    if (options_.polling == PollingMode::manual) {
-      if (progress() == 0) std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-  }
-}
-
-Status Leader::wait_all_acked(std::chrono::milliseconds timeout) {
-  const Deadline deadline = Deadline::after(timeout);
-  flush();
-  for (;;) {
-    bool all = true;
-    std::string missing;
-    for (auto& sp : shards_) {
-      const uint64_t last = sp->next_seq.load(std::memory_order_acquire) - 1;
-      for (auto& l : sp->links)
-        if (l->acked_seq.load(std::memory_order_acquire) < last) all = false;
-      if (!all && deadline.expired()) missing = describe_missing(*sp, last);
-      if (!all) break;
-    }
-    if (all) return ok_status();
-    if (closed_.load(std::memory_order_acquire))
-      return Error(Errc::closed, "the replication channel was closed while waiting");
-    if (deadline.expired())
-      return Error(Errc::timeout, fmt::format("not every follower acknowledged every write within "
-                                              "{} ms: {}",
-                                              timeout.count(), missing));
-    if (options_.polling == PollingMode::manual) {
-      if (progress() == 0) std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-  }
-}
-
 void Leader::close() noexcept {
   if (closed_.exchange(true)) return;
   stop_threads();
@@ -526,7 +383,7 @@ void Leader::close() noexcept {
       }
   }
   if (wal_) wal_->close();
-  fail_callbacks_on_close();
+  commits_.fail_callbacks_on_close();
 }
 
 }  // namespace rdmarepl::replication::detail

@@ -1,7 +1,8 @@
 // The leader engine: per shard (leader_shard.h), a retained window (retained_window.h) into
 // which records are encoded once, and one Link per follower (leader_link.h: connection, ring
 // credits, in-flight batches, acknowledged seq); catch-up from the write-ahead log runs in
-// leader_catchup.h. See docs/replication.md.
+// leader_catchup.h; the commit point and the waits on it in leader_commits.h. See
+// docs/replication.md.
 #pragma once
 
 #include <atomic>
@@ -12,11 +13,11 @@
 #include <thread>
 #include <vector>
 
-#include "commit_callbacks.h"
 #include "core_base.h"
 #include "durability.h"
 #include "hello.h"
 #include "leader_catchup.h"
+#include "leader_commits.h"
 #include "leader_shard.h"
 #include "rdmarepl/replication/detail/batch_format.h"
 #include "registered_buffer.h"
@@ -33,10 +34,19 @@ class Leader final : public CoreBase, private CatchUpHost {
 
   WriteResult write(Op op, std::string_view key, std::string_view value) noexcept override;
   void flush() noexcept override;
-  [[nodiscard]] bool committed(Ticket ticket) const noexcept override;
-  Status wait(Ticket ticket, std::chrono::milliseconds timeout) override;
-  Status wait_all_acked(std::chrono::milliseconds timeout) override;
-  Status on_commit(Ticket ticket, CommitFn fn, void* ctx) override;
+  // Commit tracking and waiting live in LeaderCommits (leader_commits.h).
+  [[nodiscard]] bool committed(Ticket ticket) const noexcept override {
+    return commits_.committed(ticket);
+  }
+  Status wait(Ticket ticket, std::chrono::milliseconds timeout) override {
+    return commits_.wait(ticket, timeout);
+  }
+  Status wait_all_acked(std::chrono::milliseconds timeout) override {
+    return commits_.wait_all_acked(timeout);
+  }
+  Status on_commit(Ticket ticket, CommitFn fn, void* ctx) override {
+    return commits_.on_commit(ticket, fn, ctx);
+  }
   size_t progress() noexcept override;
   void close() noexcept override;
 
@@ -56,7 +66,9 @@ class Leader final : public CoreBase, private CatchUpHost {
  private:
   Leader(const ChannelOptions& options, std::unique_ptr<transport::Transport> t,
          const StoreHooks& store)
-      : CoreBase(options, std::move(t)), store_(store) {}
+      : CoreBase(options, std::move(t)),
+        store_(store),
+        commits_(options_, metrics_, shards_, closed_, wal_, *this) {}
 
   // Whether the oldest batch `d` of `s` may leave the retained window: durable, and no
   // connected follower that takes from the window still needs it (one catching up from the
@@ -72,9 +84,7 @@ class Leader final : public CoreBase, private CatchUpHost {
   void push_desc(Shard& s, const BatchDesc& d) noexcept;
   void send_pending(Shard& s) noexcept override;
   size_t poll_link(Shard& s, Link& l) noexcept;
-  void update_committed(Shard& s) noexcept;
   void link_down(Shard& s, Link& l, std::string_view why) noexcept override;
-  [[nodiscard]] uint32_t required_acks() const noexcept;
   size_t progress_locked(Shard& s) noexcept;
 
   // Control plane (leader_connect.cc).
@@ -86,22 +96,12 @@ class Leader final : public CoreBase, private CatchUpHost {
                      const Result<FollowerHello>& fh) const;
   Status install(Shard& s, Link& l, std::unique_ptr<transport::Connection> conn,
                  const FollowerHello& hello);
-  std::string describe_missing(const Shard& s, uint64_t seq) const;
-  // With AwayPolicy::fail: the error when `seq` of `s` can no longer meet the ack mode
-  // because too many followers have been away for away_timeout; ok otherwise.
-  Status away_failure(const Shard& s, uint64_t seq) const;
-
-  // Commit callbacks (leader_callbacks.cc): fires what is due, fails what cannot commit.
-  size_t fire_callbacks() noexcept;
-  void fail_callbacks_on_close() noexcept;
-  CommitCallbacks callbacks_;
 
   // Write-ahead log (leader_wal.cc; all no-ops without ChannelOptions::wal_dir).
   Status open_wal();  // recovers the store, the seqs and the retained window
   void start_wal();
   void wal_seal(Shard& s, BatchDesc& d) noexcept;
   [[nodiscard]] bool wal_sendable(const BatchDesc& d) const noexcept;
-  uint64_t wal_durable_seq(Shard& s) noexcept;
   void recover_batch(const BatchView& v, std::span<const std::byte> bytes) noexcept;
 
  public:
@@ -123,6 +123,9 @@ class Leader final : public CoreBase, private CatchUpHost {
   std::unique_ptr<Wal> wal_;
   // Catch-up of followers older than the window, from the log (null without wal_dir).
   std::unique_ptr<CatchUp> catchup_;
+  // The commit point under the ack mode, waits and commit callbacks (after the members it
+  // refers to).
+  LeaderCommits commits_;
 };
 
 }  // namespace rdmarepl::replication::detail

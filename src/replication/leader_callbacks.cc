@@ -1,8 +1,8 @@
-// The leader's commit callbacks: on_commit() registration, firing from progress(), and
-// failing what can no longer commit (closed channel, AwayPolicy::fail).
+// The leader's commit callbacks (LeaderCommits): on_commit() registration, firing from progress(),
+// and failing what can no longer commit (closed channel, AwayPolicy::fail).
 #include <fmt/format.h>
 
-#include "leader.h"
+#include "leader_commits.h"
 
 namespace rdmarepl::replication::detail {
 
@@ -16,7 +16,7 @@ Status closed_error(uint64_t seq, uint32_t shard) {
 
 }  // namespace
 
-Status Leader::on_commit(Ticket t, CommitFn fn, void* ctx) {
+Status LeaderCommits::on_commit(Ticket t, CommitFn fn, void* ctx) {
   if (fn == nullptr) return Error(Errc::invalid_argument, "on_commit: the callback is null");
   if (t.shard >= shards_.size() || t.seq == 0)
     return Error(Errc::invalid_argument,
@@ -44,7 +44,8 @@ Status Leader::on_commit(Ticket t, CommitFn fn, void* ctx) {
   return ok_status();
 }
 
-size_t Leader::fire_callbacks() noexcept {
+size_t LeaderCommits::fire_callbacks() noexcept {
+  if (!callbacks_.any_pending()) return 0;
   size_t fired = 0;
   for (auto& sp : shards_) {
     Shard& s = *sp;
@@ -66,7 +67,7 @@ size_t Leader::fire_callbacks() noexcept {
   return fired;
 }
 
-void Leader::fail_callbacks_on_close() noexcept {
+void LeaderCommits::fail_callbacks_on_close() noexcept {
   for (auto& sp : shards_) {
     const uint32_t shard = sp->index;
     // Writes committed before the close still report success.

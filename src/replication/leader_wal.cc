@@ -94,15 +94,4 @@ bool Leader::wal_sendable(const BatchDesc& d) const noexcept {
   return !wal_ || wal_->durable(d.lsn);
 }
 
-uint64_t Leader::wal_durable_seq(Shard& s) noexcept {
-  if (s.durable_bn < s.window.first_bn()) s.durable_bn = s.window.first_bn();
-  while (s.durable_bn < s.window.end_bn()) {
-    const BatchDesc& d = s.window.desc(s.durable_bn);
-    if (!wal_->durable(d.lsn)) break;
-    s.durable_seq = d.last_seq();
-    ++s.durable_bn;
-  }
-  return s.durable_seq;
-}
-
 }  // namespace rdmarepl::replication::detail

@@ -53,8 +53,14 @@ std::string_view describe(WriteStatus s) noexcept {
   return "?";
 }
 
-Status validate(const ChannelOptions& o) {
-  auto bad = [](std::string msg) { return Status(Error(Errc::invalid_argument, std::move(msg))); };
+namespace {
+
+Status bad(std::string msg) {
+  return Status(Error(Errc::invalid_argument, std::move(msg)));
+}
+
+// Shard count, and the transport the connection options need.
+Status check_shards_and_transport(const ChannelOptions& o) {
   if (o.shards == 0 || o.shards > 1024)
     return bad(
         fmt::format("ChannelOptions::shards = {} is out of range; use 1..1024 (one "
@@ -64,6 +70,11 @@ Status validate(const ChannelOptions& o) {
     return bad(
         "ChannelOptions::rdma_cm = true sets verbs connections up with RDMA CM, but "
         "transport = tcp; use transport = verbs (or automatic), or leave rdma_cm false");
+  return ok_status();
+}
+
+// Ring, batch, value and queue sizes.
+Status check_sizes(const ChannelOptions& o) {
   if (o.ring_bytes % kBatchAlign != 0 || o.ring_bytes < 64 * 1024 || o.ring_bytes > kMaxRingBytes)
     return bad(
         fmt::format("ChannelOptions::ring_bytes = {} must be a multiple of 8 between 64 KiB "
@@ -80,6 +91,11 @@ Status validate(const ChannelOptions& o) {
   if (o.queue_depth < 4 || o.queue_depth > 4096)
     return bad(fmt::format("ChannelOptions::queue_depth = {} is out of range; use 4..4096",
                            o.queue_depth));
+  return ok_status();
+}
+
+// Reconnect back-off and the commit-callback capacity.
+Status check_reconnect_and_callbacks(const ChannelOptions& o) {
   if (o.reconnect_interval.count() < 0 || o.reconnect_max_interval < o.reconnect_interval)
     return bad(
         fmt::format("ChannelOptions::reconnect_max_interval = {} ms must be at least "
@@ -90,64 +106,84 @@ Status validate(const ChannelOptions& o) {
         fmt::format("ChannelOptions::max_pending_callbacks = {} is out of range; use "
                     "0..16777216 (0 disables on_commit())",
                     o.max_pending_callbacks));
-  if (!o.wal_dir.empty()) {
-    if (o.durability != Durability::none && o.durability != Durability::batch &&
-        o.durability != Durability::interval)
-      return bad(
-          fmt::format("ChannelOptions::durability = {} is not a known value; use none, "
-                      "batch or interval",
-                      static_cast<unsigned>(o.durability)));
-    if (o.durability == Durability::interval && o.durability_interval.count() <= 0)
-      return bad(
-          fmt::format("ChannelOptions::durability_interval = {} ms must be positive with "
-                      "durability=interval",
-                      o.durability_interval.count()));
-    if (o.wal_backend != WalBackend::automatic && o.wal_backend != WalBackend::file &&
-        o.wal_backend != WalBackend::pmem)
-      return bad(
-          fmt::format("ChannelOptions::wal_backend = {} is not a known value; use automatic, "
-                      "file or pmem",
-                      static_cast<unsigned>(o.wal_backend)));
-    if (o.wal_backend == WalBackend::pmem && RDMAREPL_HAVE_PMEM == 0)
-      return bad(
-          "ChannelOptions::wal_backend = pmem but this build of rdmarepl has no "
-          "persistent-memory backend: rebuild with libpmem-dev installed "
-          "(RDMAREPL_WITH_PMEM=AUTO or ON) or use wal_backend = automatic or file");
-    if (o.wal_segment_bytes < (1u << 20) || o.wal_segment_bytes > (uint64_t{1} << 40))
-      return bad(
-          fmt::format("ChannelOptions::wal_segment_bytes = {} is out of range; use 1 MiB "
-                      "..1 TiB",
-                      o.wal_segment_bytes));
-    // Under any batch size apply_knobs() may set (batch_limits.h).
-    const uint64_t largest = detail::max_batch_bytes(o);
-    if (largest > wal::kMaxFramePayload)
-      return bad(fmt::format(
-          "with wal_dir set a batch must fit one WAL frame ({} bytes) but "
-          "max_value_bytes = {}, batch_bytes = {} and ring_bytes = {} allow "
-          "batches of {} bytes; lower them",
-          wal::kMaxFramePayload, o.max_value_bytes, o.batch_bytes, o.ring_bytes, largest));
-    if (o.wal_segment_bytes < largest + wal::kSegmentHeaderSize + 2 * wal::kFrameHeaderSize)
-      return bad(
-          fmt::format("ChannelOptions::wal_segment_bytes = {} cannot hold the largest "
-                      "batch ({} bytes with max_value_bytes = {}); raise "
-                      "wal_segment_bytes or lower max_value_bytes",
-                      o.wal_segment_bytes, largest, o.max_value_bytes));
-    if (o.checkpoint_every.count() < 0)
-      return bad(
-          fmt::format("ChannelOptions::checkpoint_every = {} s is negative; use 0 to "
-                      "disable the time trigger",
-                      o.checkpoint_every.count()));
-  } else if (o.wal_backend != WalBackend::automatic) {
+  return ok_status();
+}
+
+// With wal_dir: the durability mode and the log backend and segment size.
+Status check_wal_durability(const ChannelOptions& o) {
+  if (o.durability != Durability::none && o.durability != Durability::batch &&
+      o.durability != Durability::interval)
+    return bad(
+        fmt::format("ChannelOptions::durability = {} is not a known value; use none, "
+                    "batch or interval",
+                    static_cast<unsigned>(o.durability)));
+  if (o.durability == Durability::interval && o.durability_interval.count() <= 0)
+    return bad(
+        fmt::format("ChannelOptions::durability_interval = {} ms must be positive with "
+                    "durability=interval",
+                    o.durability_interval.count()));
+  if (o.wal_backend != WalBackend::automatic && o.wal_backend != WalBackend::file &&
+      o.wal_backend != WalBackend::pmem)
+    return bad(
+        fmt::format("ChannelOptions::wal_backend = {} is not a known value; use automatic, "
+                    "file or pmem",
+                    static_cast<unsigned>(o.wal_backend)));
+  if (o.wal_backend == WalBackend::pmem && RDMAREPL_HAVE_PMEM == 0)
+    return bad(
+        "ChannelOptions::wal_backend = pmem but this build of rdmarepl has no "
+        "persistent-memory backend: rebuild with libpmem-dev installed "
+        "(RDMAREPL_WITH_PMEM=AUTO or ON) or use wal_backend = automatic or file");
+  if (o.wal_segment_bytes < (1u << 20) || o.wal_segment_bytes > (uint64_t{1} << 40))
+    return bad(
+        fmt::format("ChannelOptions::wal_segment_bytes = {} is out of range; use 1 MiB "
+                    "..1 TiB",
+                    o.wal_segment_bytes));
+  return ok_status();
+}
+
+// With wal_dir: the largest batch fits a frame and a segment; checkpoint timing.
+Status check_wal_frames(const ChannelOptions& o) {
+  // Under any batch size apply_knobs() may set (batch_limits.h).
+  const uint64_t largest = detail::max_batch_bytes(o);
+  if (largest > wal::kMaxFramePayload)
+    return bad(fmt::format(
+        "with wal_dir set a batch must fit one WAL frame ({} bytes) but "
+        "max_value_bytes = {}, batch_bytes = {} and ring_bytes = {} allow "
+        "batches of {} bytes; lower them",
+        wal::kMaxFramePayload, o.max_value_bytes, o.batch_bytes, o.ring_bytes, largest));
+  if (o.wal_segment_bytes < largest + wal::kSegmentHeaderSize + 2 * wal::kFrameHeaderSize)
+    return bad(
+        fmt::format("ChannelOptions::wal_segment_bytes = {} cannot hold the largest "
+                    "batch ({} bytes with max_value_bytes = {}); raise "
+                    "wal_segment_bytes or lower max_value_bytes",
+                    o.wal_segment_bytes, largest, o.max_value_bytes));
+  if (o.checkpoint_every.count() < 0)
+    return bad(
+        fmt::format("ChannelOptions::checkpoint_every = {} s is negative; use 0 to "
+                    "disable the time trigger",
+                    o.checkpoint_every.count()));
+  return ok_status();
+}
+
+// Without wal_dir: nothing that only means something with a log is set.
+Status check_without_wal(const ChannelOptions& o) {
+  if (o.wal_backend != WalBackend::automatic) {
     return bad(
         fmt::format("ChannelOptions::wal_backend = {} but wal_dir is empty: the backend is "
                     "that of the write-ahead log; set wal_dir or leave wal_backend automatic",
                     to_string(o.wal_backend)));
-  } else if (o.checkpoint_every_bytes != 0 || o.checkpoint_every.count() != 0) {
+  }
+  if (o.checkpoint_every_bytes != 0 || o.checkpoint_every.count() != 0) {
     return bad(
         "ChannelOptions::checkpoint_every_bytes / checkpoint_every are set but wal_dir is "
         "empty: checkpoints live in the write-ahead log directory; set wal_dir or clear the "
         "checkpoint triggers");
   }
+  return ok_status();
+}
+
+// The catch-up rate limit.
+Status check_catchup(const ChannelOptions& o) {
   if (o.catchup_bytes_per_sec != 0) {
     if (o.role != Role::leader || o.wal_dir.empty())
       return bad(fmt::format(
@@ -160,6 +196,11 @@ Status validate(const ChannelOptions& o) {
           "seconds per batch to catch up; raise it, or use 0 for no limit",
           o.catchup_bytes_per_sec));
   }
+  return ok_status();
+}
+
+// On a leader: followers, ack mode and the retained window.
+Status check_leader(const ChannelOptions& o) {
   if (o.role == Role::leader) {
     if (o.peers.size() > kMaxFollowers)
       return bad(fmt::format("{} followers configured; at most {} are supported", o.peers.size(),
@@ -178,6 +219,11 @@ Status validate(const ChannelOptions& o) {
                       "max_value_bytes",
                       o.retain_bytes, o.max_value_bytes, need));
   }
+  return ok_status();
+}
+
+// The online tuner.
+Status check_tuning(const ChannelOptions& o) {
   if (o.tuning.enabled) {
     if (o.role != Role::leader)
       return bad(
@@ -189,6 +235,26 @@ Status validate(const ChannelOptions& o) {
     if (Status st = tuning::validate(o.tuning.bounds); !st.ok())
       return bad(fmt::format("ChannelOptions::tuning.bounds: {}", st.error().message()));
   }
+  return ok_status();
+}
+
+}  // namespace
+
+// Checks in a fixed order: the first failing check's message is returned.
+Status validate(const ChannelOptions& o) {
+  using Check = Status (*)(const ChannelOptions&);
+  const bool wal = !o.wal_dir.empty();
+  const Check checks[] = {check_shards_and_transport,
+                          check_sizes,
+                          check_reconnect_and_callbacks,
+                          wal ? check_wal_durability : nullptr,
+                          wal ? check_wal_frames : check_without_wal,
+                          check_catchup,
+                          check_leader,
+                          check_tuning};
+  for (Check check : checks)
+    if (check != nullptr)
+      if (Status st = check(o); !st.ok()) return st;
   return ok_status();
 }
 

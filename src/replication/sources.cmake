@@ -13,6 +13,7 @@ list(APPEND RDMAREPL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/leader.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_callbacks.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_catchup.cc
+  ${CMAKE_CURRENT_LIST_DIR}/leader_commits.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_connect.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_knobs.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_link.cc
