@@ -10,6 +10,7 @@
 #include "loopback_options.h"
 #include "loopback_transport.h"
 #include "rdmarepl/rdmarepl.h"
+#include "replication/transport_select.h"
 #include "test_store.h"
 #include "wal/wal_test_util.h"
 
@@ -32,9 +33,11 @@ ChannelOptions base_options() {
   return o;
 }
 
-// A leader and `n` followers over the loopback fabric or over TCP on 127.0.0.1.
+// A leader and `n` followers over the loopback fabric (`kind` automatic) or over the TCP or
+// verbs transport on 127.0.0.1.
 struct Cluster {
-  bool tcp;
+  TransportKind kind;
+  bool tcp;  // a real transport, not the loopback fabric
   std::shared_ptr<LoopbackFabric> fabric = std::make_shared<LoopbackFabric>();
   std::vector<std::unique_ptr<MapStore>> stores;
   std::vector<std::unique_ptr<Channel>> followers;
@@ -42,7 +45,8 @@ struct Cluster {
   std::unique_ptr<Channel> leader;
   ChannelOptions options;
 
-  Cluster(ChannelOptions o, bool over_tcp, int n, uint16_t port0) : tcp(over_tcp), options(o) {
+  Cluster(ChannelOptions o, TransportKind k, int n, uint16_t port0)
+      : kind(k), tcp(k != TransportKind::automatic), options(o) {
     for (int i = 0; i < n; ++i) {
       stores.push_back(std::make_unique<MapStore>());
       const auto port = static_cast<uint16_t>(port0 + i);
@@ -53,7 +57,7 @@ struct Cluster {
   }
   std::unique_ptr<Channel> open(ChannelOptions o, MapStore& store) {
     if (tcp) {
-      o.transport = TransportKind::tcp;
+      o.transport = kind;
       if (o.role == Role::follower) o.listen = {"127.0.0.1", 0};
     }
     auto ch = tcp ? Channel::create(o, store)
@@ -122,13 +126,13 @@ int mixed_load(Cluster& c, int n, uint64_t seed, size_t max_value) {
   return zero_copy;
 }
 
-void mixed_order_scenario(bool tcp, uint16_t port0) {
-  Cluster c(base_options(), tcp, 2, port0);
+void mixed_order_scenario(TransportKind kind, int followers, uint16_t port0) {
+  Cluster c(base_options(), kind, followers, port0);
   MapStore lstore;
   c.start_leader(lstore);
   const auto regs = c.leader->memory_stats().registrations;
   CHECK(regs >= 1);  // the pool's arenas, registered by create()
-  const int zc = mixed_load(c, 3000, tcp ? 5 : 6, 64 * 1024);
+  const int zc = mixed_load(c, 3000, 5 + static_cast<uint64_t>(kind), 64 * 1024);
   CHECK(zc > 500);  // the rest found the pool busy with unacknowledged values and copied
   c.require_converged();
   // Every record was applied once, in order (a key's last write wins everywhere).
@@ -141,15 +145,26 @@ void mixed_order_scenario(bool tcp, uint16_t port0) {
 
 TEST_CASE("zero-copy and copied writes of the same keys keep per-key order (loopback)",
           "[zero_copy]") {
-  mixed_order_scenario(false, 32000);
+  mixed_order_scenario(TransportKind::automatic, 2, 32000);
 }
 
 TEST_CASE("zero-copy and copied writes of the same keys keep per-key order (TCP)", "[zero_copy]") {
-  mixed_order_scenario(true, 0);
+  mixed_order_scenario(TransportKind::tcp, 2, 0);
+}
+
+// Hidden: needs an RDMA device; run inside the Soft-RoCE VM by the rxe test
+// rxe_zero_copy_verbs (tests/rxe/CMakeLists.txt).
+TEST_CASE("zero-copy and copied writes of the same keys keep per-key order (verbs)",
+          "[zero_copy][.verbs]") {
+  if (auto t = replication::select_transport(TransportKind::verbs); !t.ok()) {
+    WARN("skipped: " << t.error().message());
+    return;
+  }
+  mixed_order_scenario(TransportKind::verbs, 1, 0);
 }
 
 TEST_CASE("a reconnecting follower gets the zero-copy batches resent", "[zero_copy][fault]") {
-  Cluster c(base_options(), false, 2, 32100);
+  Cluster c(base_options(), TransportKind::automatic, 2, 32100);
   std::atomic<int> writes{0};
   std::atomic<int> dropped{0};
   c.fabric->leader_hook = [&](const transport::WriteRequest& wr, std::vector<std::byte>& bytes) {
@@ -174,7 +189,7 @@ TEST_CASE("a reconnecting follower gets the zero-copy batches resent", "[zero_co
 TEST_CASE("the pool's Buffers go back once their batches are acknowledged", "[zero_copy]") {
   auto o = base_options();
   o.zero_copy_pool_bytes = 2 << 20;  // 32 chunks of 64 KiB
-  Cluster c(o, false, 1, 32200);
+  Cluster c(o, TransportKind::automatic, 1, 32200);
   c.options.polling = PollingMode::manual;  // every release happens on this thread
   MapStore lstore;
   c.start_leader(lstore);
@@ -214,7 +229,7 @@ TEST_CASE("a leader recovers zero-copy batches from its log", "[zero_copy][durab
   o.ack_mode = AckMode::none;
   o.durability = replication::Durability::batch;
   o.wal_segment_bytes = 8 << 20;
-  Cluster c(o, false, 0, 0);
+  Cluster c(o, TransportKind::automatic, 0, 0);
   c.options.wal_dir = ldir.path();
   c.options.peers.push_back({"loopback", 32300});  // not running yet
   {
@@ -242,7 +257,7 @@ TEST_CASE("a leader recovers zero-copy batches from its log", "[zero_copy][durab
 TEST_CASE("allocate() and replicate(key, Buffer) outside the leader's pool", "[zero_copy]") {
   auto o = base_options();
   o.zero_copy_pool_bytes = 0;
-  Cluster c(o, false, 1, 32400);
+  Cluster c(o, TransportKind::automatic, 1, 32400);
   MapStore lstore;
   c.start_leader(lstore);
   CHECK_FALSE(c.leader->allocate(100));                 // no pool: copy instead
