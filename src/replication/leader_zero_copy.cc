@@ -20,7 +20,9 @@ Status Leader::open_pool() {
   if (options_.zero_copy_pool_bytes == 0) return ok_status();
   memory::PoolOptions po;
   po.pool_bytes = options_.zero_copy_pool_bytes;
-  po.arena_bytes = std::min<size_t>(po.arena_bytes, options_.zero_copy_pool_bytes);
+  // Several arenas, so that one whose chunks are all back can be re-carved for another size
+  // class (a chunk keeps its class while its arena has any chunk out).
+  po.arena_bytes = std::max(memory::kMaxClassSize, options_.zero_copy_pool_bytes / 8);
   po.retain_arenas = SIZE_MAX;  // registered once, never released while the channel lives
   auto p = memory::SlabPool::create(po, memory::transport_registrar(*transport_));
   if (!p) {
@@ -118,8 +120,11 @@ void Leader::release_acked_values(Shard& s) noexcept {
       if (l->acked_seq.load(std::memory_order_relaxed) < d.last_seq()) return false;
     return true;
   };
-  while (s.window.held_buffers() > 0 && s.window.evict_oldest(all_acked)) {
-  }
+  bool released = false;
+  while (s.window.held_buffers() > 0 && s.window.evict_oldest(all_acked)) released = true;
+  // The evicting thread (usually the poller) allocates nothing: hand the chunks it just got
+  // back to the shared lists at once, where writers find them.
+  if (released) pool_->flush_thread_cache();
 }
 
 transport::WriteRequest Leader::batch_bytes(const Shard& s, const BatchDesc& d) const noexcept {
