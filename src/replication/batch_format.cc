@@ -46,9 +46,34 @@ void BatchBuilder::add(Op op, std::string_view key, std::string_view value,
   ++count_;
 }
 
-size_t BatchBuilder::seal() noexcept {
+void BatchBuilder::add_head(Op op, std::string_view key, uint32_t value_len,
+                            uint64_t timestamp) noexcept {
+  std::byte* p = base_ + size_;
+  p[kRecOp] = static_cast<std::byte>(op);
+  p[kRecFlags] = std::byte{0};
+  store_be16(p + kRecReserved, 0);
+  store_be32(p + kRecKeyLen, static_cast<uint32_t>(key.size()));
+  store_be32(p + kRecValueLen, value_len);
+  store_be64(p + kRecSeq, first_seq_ + count_);
+  store_be64(p + kRecTimestamp, timestamp);
+  if (!key.empty()) std::memcpy(p + kRecordHeaderSize, key.data(), key.size());
+  size_ += record_size(key.size(), value_len);
+  external_ = value_len;
+  ++count_;
+}
+
+size_t BatchBuilder::seal_gathered(std::span<const std::byte> value) noexcept {
   std::byte* h = base_;
   const auto payload_len = static_cast<uint32_t>(size_ - kBatchHeaderSize);
+  write_header(h, payload_len);
+  uint32_t crc = crc32c::extend(0, h, kCrcCovered);
+  crc = crc32c::extend(crc, h + kBatchHeaderSize, encoded() - kBatchHeaderSize);
+  crc = crc32c::extend(crc, value.data(), value.size());
+  store_be32(h + kOffCrc, crc32c::mask(crc));
+  return align_batch(size_);
+}
+
+void BatchBuilder::write_header(std::byte* h, uint32_t payload_len) const noexcept {
   store_be32(h + kOffMagic, kBatchMagic);
   h[kOffVersion] = static_cast<std::byte>(kBatchVersion);
   h[kOffFlags] = std::byte{0};
@@ -56,8 +81,15 @@ size_t BatchBuilder::seal() noexcept {
   store_be32(h + kOffCount, count_);
   store_be32(h + kOffPayloadLen, payload_len);
   store_be64(h + kOffFirstSeq, first_seq_);
-  store_be32(h + kOffCrc, batch_crc(h, h + kBatchHeaderSize, payload_len));
+  store_be32(h + kOffCrc, 0);
   store_be32(h + kOffReserved, 0);
+}
+
+size_t BatchBuilder::seal() noexcept {
+  std::byte* h = base_;
+  const auto payload_len = static_cast<uint32_t>(size_ - kBatchHeaderSize);
+  write_header(h, payload_len);
+  store_be32(h + kOffCrc, batch_crc(h, h + kBatchHeaderSize, payload_len));
   const size_t padded = align_batch(size_);
   if (padded > size_) std::memset(base_ + size_, 0, padded - size_);
   return padded;

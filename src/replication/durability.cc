@@ -242,13 +242,19 @@ void Wal::close() noexcept {
 
 uint64_t Wal::append(uint32_t shard, std::span<const std::byte> batch, uint64_t last_seq,
                      uint32_t record_count) noexcept {
+  const iovec piece{const_cast<std::byte*>(batch.data()), batch.size()};
+  return append_gather(shard, std::span<const iovec>(&piece, 1), last_seq, record_count);
+}
+
+uint64_t Wal::append_gather(uint32_t shard, std::span<const iovec> pieces, uint64_t last_seq,
+                            uint32_t record_count) noexcept {
   uint64_t lsn = kFailed;
   {
     std::lock_guard lk(append_mu_);
     if (failed_) return kFailed;
     const uint64_t frame = frames_ + 1;
     const uint64_t segment = log_->writer().current_segment();
-    auto r = log_->append(batch, frame, frame, record_count);
+    auto r = log_->append_gather(pieces, frame, frame, record_count);
     if (!r) {
       failed_ = true;
       log::error(

@@ -9,6 +9,8 @@
 // See docs/wal_format.md ("Replication channel logs").
 #pragma once
 
+#include <sys/uio.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -89,6 +91,10 @@ class Wal {
   // or kFailed (logged once) when the log failed: such a batch must never be sent or acked.
   uint64_t append(uint32_t shard, std::span<const std::byte> batch, uint64_t last_seq,
                   uint32_t record_count) noexcept;
+  // The same for a batch held in pieces (a zero-copy batch: its head from the retained
+  // window, its value from a pool buffer, its padding): the log holds the bytes of the wire.
+  uint64_t append_gather(uint32_t shard, std::span<const iovec> pieces, uint64_t last_seq,
+                         uint32_t record_count) noexcept;
 
   // True when the batch of `lsn` may be sent (leader) or acknowledged (follower): with
   // Durability::batch once an fdatasync covers it, otherwise once it was written.

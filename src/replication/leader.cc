@@ -50,6 +50,7 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
   }
   self->commits_.init(options.shards, options.max_pending_callbacks);
   self->metrics_.followers.store(static_cast<uint32_t>(options.peers.size()));
+  RDMAREPL_TRY(self->open_pool());
   RDMAREPL_TRY(self->open_wal());
   // One synchronous round so that a channel created while its followers are up starts
   // connected; followers that are not reachable yet are retried by the control thread.
@@ -217,8 +218,7 @@ void Leader::send_pending(Shard& s) noexcept {
     while (l.next_send_bn < s.window.end_bn()) {
       const BatchDesc& d = s.window.desc(l.next_send_bn);
       if (!wal_sendable(d)) break;  // write-ahead: sent only once the log has it
-      const auto r = l.post_batch(s.window.data() + d.offset, s.window.lkey(), d.len, d.large,
-                                  d.last_seq(), l.next_send_bn);
+      const auto r = l.post_batch(batch_bytes(s, d), d.large, d.last_seq(), l.next_send_bn);
       if (r == Link::Post::no_room) {
         if (!l.stalled) ChannelMetrics::add(metrics_.credit_stalls);
         l.stalled = true;
@@ -316,6 +316,7 @@ size_t Leader::progress_locked(Shard& s) noexcept {
   }
   send_pending(s);
   commits_.update(s);
+  release_acked_values(s);
   return work;
 }
 

@@ -19,6 +19,7 @@
 #include "leader_catchup.h"
 #include "leader_commits.h"
 #include "leader_shard.h"
+#include "rdmarepl/memory/slab_pool.h"
 #include "rdmarepl/replication/detail/batch_format.h"
 #include "registered_buffer.h"
 #include "ring_space.h"
@@ -33,6 +34,11 @@ class Leader final : public CoreBase, private CatchUpHost {
   ~Leader() override { close(); }
 
   WriteResult write(Op op, std::string_view key, std::string_view value) noexcept override;
+  // Zero-copy values (leader_zero_copy.cc).
+  [[nodiscard]] memory::Buffer allocate(size_t size) noexcept override;
+  WriteResult write_buffer(std::string_view key, memory::Buffer&& value) noexcept override;
+  [[nodiscard]] memory::MemoryStats memory_stats() const override;
+  [[nodiscard]] size_t zero_copy_retained() const override;
   void flush() noexcept override;
   // Commit tracking and waiting live in LeaderCommits (leader_commits.h).
   [[nodiscard]] bool committed(Ticket ticket) const noexcept override {
@@ -81,6 +87,15 @@ class Leader final : public CoreBase, private CatchUpHost {
   WriteStatus reserve(Shard& s, std::unique_lock<std::mutex>& lock, size_t rec,
                       bool large) noexcept;
   void seal_open(Shard& s) noexcept;
+  // Zero-copy (leader_zero_copy.cc): the pool, registered once; sealing the open batch
+  // that holds one record whose value stays in `value`; the local segments of a batch.
+  Status open_pool();
+  // Evicts the oldest batches every follower (connected or not) acknowledged, while the
+  // window holds zero-copy buffers, so that their values go back to the pool promptly.
+  void release_acked_values(Shard& s) noexcept;
+  void seal_gathered(Shard& s, memory::Buffer&& value) noexcept;
+  [[nodiscard]] transport::WriteRequest batch_bytes(const Shard& s,
+                                                    const BatchDesc& d) const noexcept;
   void push_desc(Shard& s, const BatchDesc& d) noexcept;
   void send_pending(Shard& s) noexcept override;
   size_t poll_link(Shard& s, Link& l) noexcept;
@@ -109,6 +124,9 @@ class Leader final : public CoreBase, private CatchUpHost {
   [[nodiscard]] Wal* wal() const noexcept { return wal_.get(); }
 
  private:
+  // Declared before shards_: the windows' zero-copy Buffers go back to it before it goes.
+  std::unique_ptr<memory::SlabPool> pool_;
+  RegisteredBuffer zeros_;  // the padding gathered after a zero-copy value
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<bool> closed_{false};
 

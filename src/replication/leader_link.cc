@@ -8,18 +8,16 @@
 
 namespace rdmarepl::replication::detail {
 
-Link::Post Link::post_batch(const std::byte* local, uint32_t lkey, uint64_t len, bool large_batch,
+Link::Post Link::post_batch(const transport::WriteRequest& bytes, bool large_batch,
                             uint64_t last_seq, uint64_t wr_id) noexcept {
   if (inflight_count + 2 >= inflight.size()) return Post::no_room;
-  transport::WriteRequest wr;
+  transport::WriteRequest wr = bytes;
+  const uint64_t len = bytes.total_length();
   wr.wr_id = wr_id;
   // The follower's acknowledgement is what frees the batch; a send completion would only
   // cost a transport acknowledgement per batch (a frame and a system call each way over
   // TCP). The transports still retire unsignaled requests on their own.
   wr.signaled = false;
-  wr.local_addr = local;
-  wr.length = static_cast<uint32_t>(len);
-  wr.lkey = lkey;
   std::optional<uint64_t> at;
   if (large_batch) {
     if (large_busy) return Post::no_room;

@@ -64,7 +64,17 @@ struct Link {
   // (the follower posts queue_depth + 4), and records it in flight until an acknowledgement
   // of `last_seq` retires it.
   Post post_batch(const std::byte* local, uint32_t lkey, uint64_t len, bool large_batch,
-                  uint64_t last_seq, uint64_t wr_id) noexcept;
+                  uint64_t last_seq, uint64_t wr_id) noexcept {
+    transport::WriteRequest bytes;
+    bytes.local_addr = local;
+    bytes.length = static_cast<uint32_t>(len);
+    bytes.lkey = lkey;
+    return post_batch(bytes, large_batch, last_seq, wr_id);
+  }
+  // The same for a batch whose bytes are gathered: `bytes` names its local segments (its
+  // local_addr, length, lkey and extra ones); the rest of the request is filled in here.
+  Post post_batch(const transport::WriteRequest& bytes, bool large_batch, uint64_t last_seq,
+                  uint64_t wr_id) noexcept;
   // Retires the batches in flight that an acknowledgement of `seq` covers: their ring credit
   // or the large-record buffer is free again.
   void retire(uint64_t seq) noexcept;

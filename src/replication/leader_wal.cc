@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "batch_limits.h"
@@ -86,8 +87,15 @@ void Leader::recover_batch(const BatchView& v, std::span<const std::byte> bytes)
 
 void Leader::wal_seal(Shard& s, BatchDesc& d) noexcept {
   if (!wal_) return;
-  d.lsn = wal_->append(s.index, std::span<const std::byte>(s.window.data() + d.offset, d.len),
-                       d.last_seq(), d.count);
+  // The bytes of the wire: a zero-copy batch is gathered from the same segments.
+  const transport::WriteRequest w = batch_bytes(s, d);
+  std::array<iovec, transport::kMaxWriteSegments> pieces{};
+  for (size_t i = 0; i < w.segment_count(); ++i) {
+    const transport::LocalSegment g = w.segment(i);
+    pieces[i] = iovec{const_cast<void*>(g.addr), g.length};
+  }
+  d.lsn = wal_->append_gather(s.index, std::span<const iovec>(pieces.data(), w.segment_count()),
+                              d.last_seq(), d.count);
 }
 
 bool Leader::wal_sendable(const BatchDesc& d) const noexcept {

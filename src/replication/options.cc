@@ -7,6 +7,7 @@
 #include "batch_limits.h"
 #include "imm.h"
 #include "rdmarepl/features.h"
+#include "rdmarepl/memory/size_classes.h"
 #include "rdmarepl/replication/channel_metrics.h"
 #include "rdmarepl/replication/detail/batch_format.h"
 #include "rdmarepl/replication/ticket.h"
@@ -49,6 +50,10 @@ std::string_view describe(WriteStatus s) noexcept {
       return "the channel is closed";
     case WriteStatus::not_leader:
       return "writes are only accepted by a leader channel";
+    case WriteStatus::no_buffer:
+      return "replicate(key, Buffer) was given an empty Buffer: allocate() found no free "
+             "chunk (the pool is exhausted, the size is over 1 MiB, or the channel is a "
+             "follower); copy the value with replicate(key, string_view) instead";
   }
   return "?";
 }
@@ -88,6 +93,12 @@ Status check_sizes(const ChannelOptions& o) {
   if (o.max_value_bytes > (uint64_t{1} << 31))
     return bad(fmt::format("ChannelOptions::max_value_bytes = {} exceeds the 2 GiB limit",
                            o.max_value_bytes));
+  if (o.zero_copy_pool_bytes != 0 && (o.zero_copy_pool_bytes < memory::kMaxClassSize ||
+                                      o.zero_copy_pool_bytes > (size_t{1} << 40)))
+    return bad(
+        fmt::format("ChannelOptions::zero_copy_pool_bytes = {} is out of range: use 0 "
+                    "(no zero-copy pool) or {} (1 MiB) .. 1 TiB",
+                    o.zero_copy_pool_bytes, memory::kMaxClassSize));
   if (o.queue_depth < 4 || o.queue_depth > 4096)
     return bad(fmt::format("ChannelOptions::queue_depth = {} is out of range; use 4..4096",
                            o.queue_depth));

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "rdmarepl/memory/slab_pool.h"
 #include "registered_buffer.h"
 #include "ring_space.h"
 
@@ -23,6 +24,14 @@ struct BatchDesc {
   bool large = false;
   uint64_t t0_ns = 0;  // when its first record was accepted
   uint64_t lsn = 0;    // its write-ahead log ticket (0 without a log or when recovered)
+  // A zero-copy batch (replicate(key, Buffer)): only its first `head` bytes (batch header,
+  // record header, key) are in the window; the `value_len` value bytes follow from the pool
+  // buffer at `value` (held by the window until eviction), then zero padding up to `len`.
+  // 0 for an ordinary batch, wholly in the window.
+  uint32_t head = 0;
+  uint32_t value_len = 0;
+  uint32_t value_lkey = 0;
+  const std::byte* value = nullptr;
   [[nodiscard]] uint64_t last_seq() const noexcept { return first_seq + count - 1; }
 };
 
@@ -33,7 +42,10 @@ class RetainedWindow {
   RetainedWindow() = default;
   // `max_batches` descriptors: the window evicts by count as well as by bytes.
   RetainedWindow(RegisteredBuffer buffer, size_t max_batches)
-      : buffer_(std::move(buffer)), space_(buffer_.size()), descs_(max_batches) {}
+      : buffer_(std::move(buffer)),
+        space_(buffer_.size()),
+        descs_(max_batches),
+        values_(max_batches) {}
 
   [[nodiscard]] BatchDesc& desc(uint64_t bn) noexcept { return descs_[bn % descs_.size()]; }
   [[nodiscard]] const BatchDesc& desc(uint64_t bn) const noexcept {
@@ -53,6 +65,14 @@ class RetainedWindow {
     ++end_bn_;
   }
 
+  // Keeps the pool buffer of the newest batch (a zero-copy one) until it is evicted.
+  void hold_newest(memory::Buffer&& value) noexcept {
+    values_[(end_bn_ - 1) % values_.size()] = std::move(value);
+    ++held_;
+  }
+  // Zero-copy batches in the window, whose buffers it holds.
+  [[nodiscard]] size_t held_buffers() const noexcept { return held_; }
+
   // Evicts the oldest batch when `evictable(desc)` allows it.
   template <class Evictable>
   bool evict_oldest(Evictable&& evictable) noexcept {
@@ -60,6 +80,10 @@ class RetainedWindow {
     const BatchDesc& d = desc(first_bn_);
     if (!evictable(d)) return false;
     space_.release(d.consumed);
+    if (memory::Buffer& v = values_[first_bn_ % values_.size()]) {
+      v.reset();  // a zero-copy batch's value goes back to the pool
+      --held_;
+    }
     ++first_bn_;
     return true;
   }
@@ -122,6 +146,8 @@ class RetainedWindow {
   RegisteredBuffer buffer_;
   RingSpace space_;
   std::vector<BatchDesc> descs_;
+  std::vector<memory::Buffer> values_;  // parallel to descs_: zero-copy batches' values
+  size_t held_ = 0;
   uint64_t first_bn_ = 0;
   uint64_t end_bn_ = 0;
 };

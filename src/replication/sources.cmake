@@ -19,6 +19,7 @@ list(APPEND RDMAREPL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/leader_link.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_ship.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_wal.cc
+  ${CMAKE_CURRENT_LIST_DIR}/leader_zero_copy.cc
   ${CMAKE_CURRENT_LIST_DIR}/options.cc
   ${CMAKE_CURRENT_LIST_DIR}/registered_buffer.cc
   ${CMAKE_CURRENT_LIST_DIR}/transport_select.cc)

@@ -234,10 +234,24 @@ Status Writer::rotate(std::unique_lock<std::mutex>& lk) {
 
 Result<Lsn> Writer::append(std::span<const uint8_t> batch, uint64_t first_seq, uint64_t last_seq,
                            uint32_t record_count) {
-  if (batch.size() > kMaxFramePayload) {
+  const iovec piece{const_cast<uint8_t*>(batch.data()), batch.size()};
+  return append_gather(std::span<const iovec>(&piece, batch.empty() ? 0 : 1), first_seq, last_seq,
+                       record_count);
+}
+
+Result<Lsn> Writer::append_gather(std::span<const iovec> pieces, uint64_t first_seq,
+                                  uint64_t last_seq, uint32_t record_count) {
+  if (pieces.size() > kMaxAppendPieces) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("WAL append of {} pieces: at most {} are gathered", pieces.size(),
+                             kMaxAppendPieces));
+  }
+  size_t payload = 0;
+  for (const iovec& p : pieces) payload += p.iov_len;
+  if (payload > kMaxFramePayload) {
     return Error(Errc::too_large, fmt::format("WAL batch of {} bytes exceeds the {}-byte frame "
                                               "limit: split it into smaller batches",
-                                              batch.size(), kMaxFramePayload));
+                                              payload, kMaxFramePayload));
   }
   if (first_seq > last_seq) {
     return Error(Errc::invalid_argument,
@@ -246,13 +260,13 @@ Result<Lsn> Writer::append(std::span<const uint8_t> batch, uint64_t first_seq, u
   // The CRC is computed before taking the lock so that appenders checksum in parallel.
   uint8_t hdr[kFrameHeaderSize] = {};
   FrameHeader h;
-  h.length = static_cast<uint32_t>(batch.size());
+  h.length = static_cast<uint32_t>(payload);
   h.type = FrameType::batch;
   h.record_count = record_count;
   h.first_seq = first_seq;
   h.last_seq = last_seq;
-  h.encode(hdr, batch.data());
-  const uint64_t frame = kFrameHeaderSize + batch.size();
+  h.encode(hdr, pieces.data(), pieces.size());
+  const uint64_t frame = kFrameHeaderSize + payload;
 
   Lsn lsn = 0;
   {
@@ -261,9 +275,11 @@ Result<Lsn> Writer::append(std::span<const uint8_t> batch, uint64_t first_seq, u
     if (closed_) return Error(Errc::closed, fmt::format("WAL writer of {} is closed", dir_));
     if (offset_ + frame > options_.segment_size && offset_ > kSegmentHeaderSize)
       RDMAREPL_TRY(rotate(lk));
-    const iovec iov[2] = {{hdr, kFrameHeaderSize},
-                          {const_cast<uint8_t*>(batch.data()), batch.size()}};
-    const std::span<const iovec> pieces(iov, batch.empty() ? 1 : 2);
+    iovec iov[1 + kMaxAppendPieces] = {{hdr, kFrameHeaderSize}};
+    size_t n = 1;
+    for (const iovec& p : pieces)
+      if (p.iov_len > 0) iov[n++] = p;
+    const std::span<const iovec> frame_pieces(iov, n);
     if (pmem_) {
       if (offset_ + frame > map_->size()) {
         return Error(Errc::too_large,
@@ -271,9 +287,9 @@ Result<Lsn> Writer::append(std::span<const uint8_t> batch, uint64_t first_seq, u
                                  "raise WriterOptions::segment_size",
                                  frame, options_.segment_size));
       }
-      map_->write_persist(offset_, pieces);
-    } else if (auto st = uring_ ? uring_->write_at(file_.fd(), file_.path(), offset_, pieces)
-                                : file_.write_at(offset_, pieces);
+      map_->write_persist(offset_, frame_pieces);
+    } else if (auto st = uring_ ? uring_->write_at(file_.fd(), file_.path(), offset_, frame_pieces)
+                                : file_.write_at(offset_, frame_pieces);
                !st) {
       (void)fail(std::move(st).error());
       return error_;

@@ -86,7 +86,7 @@ struct LoopbackEnd {
       Completion c;
       c.wr_id = next_recv_id++;
       c.imm = wr.imm;
-      c.byte_len = wr.length;
+      c.byte_len = static_cast<uint32_t>(wr.total_length());
       c.opcode = WcOpcode::recv_rdma_with_imm;
       cq.push_back(c);
       pending.pop_front();
@@ -115,11 +115,18 @@ class LoopbackConnection final : public Connection {
       if (me_->failed || !peer) return PostStatus::disconnected;
     }
     for (const auto& wr : reqs) {
-      std::vector<std::byte> bytes(wr.length);
-      if (wr.length != 0) std::memcpy(bytes.data(), wr.local_addr, wr.length);
+      if (!wr.well_formed()) return PostStatus::invalid;
+      const auto total = static_cast<uint32_t>(wr.total_length());
+      std::vector<std::byte> bytes(total);
+      size_t at = 0;  // gather every segment, in order
+      for (size_t i = 0; i < wr.segment_count(); ++i) {
+        LocalSegment g = wr.segment(i);
+        if (g.length != 0) std::memcpy(bytes.data() + at, g.addr, g.length);
+        at += g.length;
+      }
       bool keep = true;
       if (me_->hook) keep = me_->hook(wr, bytes);
-      const bool ok = wr.length == 0 || peer->table->check(wr.remote_addr, wr.length, wr.rkey);
+      const bool ok = total == 0 || peer->table->check(wr.remote_addr, total, wr.rkey);
       if (!keep || !ok) {
         fail_both(*peer, keep ? "remote access error" : "dropped by the test hook");
         return PostStatus::ok;  // the failure shows up as completions
@@ -146,7 +153,7 @@ class LoopbackConnection final : public Connection {
         std::lock_guard lock(me_->mu);
         Completion c;
         c.wr_id = wr.wr_id;
-        c.byte_len = wr.length;
+        c.byte_len = static_cast<uint32_t>(wr.total_length());
         c.opcode = WcOpcode::rdma_write;
         me_->cq.push_back(c);
       }

@@ -44,6 +44,30 @@ TEST_CASE("writer: frames carry the batch bytes unchanged", "[wal][writer]") {
   CHECK(rep.damages.empty());
 }
 
+TEST_CASE("writer: a gathered append writes the frame a contiguous one does", "[wal][writer]") {
+  TempDir whole_dir, gathered_dir;
+  auto batch = make_batch(1, 5, 300);
+  const auto bytes = batch.bytes();
+  REQUIRE(bytes.size() > 200);
+  {
+    auto w = make_writer(whole_dir, {.durability = Durability::none});
+    REQUIRE(w->append(bytes, batch.first_seq(), batch.last_seq(), batch.count()).ok());
+    REQUIRE(w->close().ok());
+  }
+  {
+    auto w = make_writer(gathered_dir, {.durability = Durability::none});
+    auto* p = const_cast<uint8_t*>(bytes.data());
+    const iovec pieces[3] = {{p, 40}, {p + 40, 0}, {p + 40, bytes.size() - 40}};
+    auto lsn = w->append_gather(pieces, batch.first_seq(), batch.last_seq(), batch.count());
+    REQUIRE(lsn.ok());
+    CHECK(*lsn == kFrameHeaderSize + bytes.size());
+    const iovec too_many[5] = {{p, 1}, {p, 1}, {p, 1}, {p, 1}, {p, 1}};
+    CHECK_FALSE(w->append_gather(too_many, 1, 1, 1).ok());
+    REQUIRE(w->close().ok());
+  }
+  CHECK(read_file(whole_dir.segment(1)) == read_file(gathered_dir.segment(1)));
+}
+
 TEST_CASE("writer: segments are preallocated and sealed on close", "[wal][writer]") {
   TempDir dir;
   auto w = make_writer(dir, {.segment_size = 1 << 16, .durability = Durability::none});

@@ -71,6 +71,26 @@ class ReplicationChannel {
     return core_->write(Op::put, key, value);
   }
   WriteResult erase(std::string_view key) noexcept { return core_->write(Op::erase, key, {}); }
+
+  // Zero-copy values (leader). allocate() hands out a registered buffer of `size` bytes
+  // from the channel's slab pool (ChannelOptions::zero_copy_pool_bytes, registered once at
+  // create()); fill it and pass it to replicate(key, std::move(buffer)): the value is sent
+  // and logged straight from it, never copied, and the buffer goes back to the pool once
+  // every follower acknowledged the batch and it left the retained window. allocate()
+  // returns an empty Buffer on a follower, without a pool, when the pool is exhausted or for
+  // a size over 1 MiB: then copy the value with replicate(key, string_view). Buffers must
+  // come from this channel and be gone before the channel is destroyed. Data path: no throw,
+  // no allocation, no registration.
+  [[nodiscard]] memory::Buffer allocate(size_t size) noexcept { return core_->allocate(size); }
+  WriteResult replicate(std::string_view key, memory::Buffer&& value) noexcept {
+    return core_->write_buffer(key, std::move(value));
+  }
+  // The zero-copy pool's counters: `registrations` counts the arenas registered at create()
+  // and never grows on the data path.
+  [[nodiscard]] memory::MemoryStats memory_stats() const { return core_->memory_stats(); }
+  // Zero-copy batches whose Buffers are still held (not yet acknowledged by every follower
+  // and evicted); 0 once everything was acknowledged and progress() ran.
+  [[nodiscard]] size_t zero_copy_retained() const { return core_->zero_copy_retained(); }
   // Seals every open batch now (they are sent as credits allow).
   void flush() noexcept { core_->flush(); }
 

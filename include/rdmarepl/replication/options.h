@@ -127,6 +127,12 @@ struct ChannelOptions {
   size_t ring_bytes = 4 * 1024 * 1024;
   size_t retain_bytes = 64 * 1024 * 1024;
   size_t max_value_bytes = 16 * 1024 * 1024;
+  // Leader: the registered slab pool behind allocate() / replicate(key, Buffer) (zero-copy
+  // values), registered once at create(). 0 disables it (allocate() returns empty
+  // Buffers); otherwise at least 1 MiB (one chunk of the largest size class). It must hold
+  // the values of every zero-copy batch still in the retained windows, rounded up to their
+  // size class (a power of two), plus the Buffers the store holds.
+  size_t zero_copy_pool_bytes = 16 * 1024 * 1024;
   // Batches in flight per connection (bounded by posted receives on the peer).
   uint32_t queue_depth = 256;
 

@@ -21,6 +21,7 @@ enum class WriteStatus : uint8_t {
   stalled,     // the retained window stayed full for stall_timeout (a follower is slow)
   closed,      // the channel was closed
   not_leader,  // replicate()/erase() on a follower channel
+  no_buffer,   // replicate(key, Buffer) with an empty Buffer (allocate() found none)
 };
 std::string_view describe(WriteStatus s) noexcept;
 

@@ -63,19 +63,60 @@ struct RemoteRegion {
   friend bool operator==(const RemoteRegion&, const RemoteRegion&) = default;
 };
 
+// One piece of local memory of a gathered write (an ibv_sge): `length` bytes at `addr`,
+// covered by the registration named by `lkey`.
+struct LocalSegment {
+  const void* addr = nullptr;
+  uint32_t length = 0;
+  uint32_t lkey = 0;
+};
+
+// Segments one write may gather from: the first (local_addr, length, lkey) plus up to
+// kMaxWriteSegments - 1 in WriteRequest::extra. Verbs QPs are created with this many SGEs.
+inline constexpr size_t kMaxWriteSegments = 3;
+
 // One RDMA Write-with-Immediate: `length` bytes from local memory (covered by `lkey`) are
 // placed at `remote_addr` in the peer's region named by `rkey`; then the peer consumes one
 // posted receive whose completion carries `imm`. Zero-length writes are allowed (the
 // immediate alone is delivered).
+//
+// Gather: when extra_count > 0 the bytes placed are the first segment followed by
+// extra[0 .. extra_count), contiguous at `remote_addr` (total_length() bytes). Each segment
+// must be covered by its own lkey. Requests with extra_count 0 are plain single-buffer
+// writes, so callers that never set the extra fields are unaffected.
 struct WriteRequest {
   uint64_t wr_id = 0;
   const void* local_addr = nullptr;
-  uint32_t length = 0;
+  uint32_t length = 0;  // bytes of the first segment
   uint32_t lkey = 0;
   uint64_t remote_addr = 0;
   uint32_t rkey = 0;
-  uint32_t imm = 0;      // host order here; transports carry it in network byte order
-  bool signaled = true;  // unsignaled writes produce no send completion on success
+  uint32_t imm = 0;         // host order here; transports carry it in network byte order
+  bool signaled = true;     // unsignaled writes produce no send completion on success
+  uint8_t extra_count = 0;  // <= kMaxWriteSegments - 1; more is PostStatus::invalid
+  LocalSegment extra[kMaxWriteSegments - 1] = {};
+
+  // Bytes placed at the peer: the first segment plus every extra one.
+  [[nodiscard]] uint64_t total_length() const noexcept {
+    uint64_t n = length;
+    for (uint8_t i = 0; i < extra_count && i < kMaxWriteSegments - 1; ++i) n += extra[i].length;
+    return n;
+  }
+  // The i-th segment, 0 being (local_addr, length, lkey); i < segment_count().
+  [[nodiscard]] LocalSegment segment(size_t i) const noexcept {
+    return i == 0 ? LocalSegment{local_addr, length, lkey} : extra[i - 1];
+  }
+  [[nodiscard]] size_t segment_count() const noexcept { return 1u + extra_count; }
+  // Well formed: extra_count in range, no non-empty segment at a null address, and the
+  // total fits the 32-bit length of a write.
+  [[nodiscard]] bool well_formed() const noexcept {
+    if (extra_count > kMaxWriteSegments - 1) return false;
+    for (size_t i = 0; i < segment_count(); ++i) {
+      LocalSegment s = segment(i);
+      if (s.length > 0 && s.addr == nullptr) return false;
+    }
+    return total_length() <= UINT32_MAX;
+  }
 };
 
 // Completion status, named after ibv_wc_status. Anything but `success` moves the

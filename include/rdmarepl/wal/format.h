@@ -3,6 +3,8 @@
 // every CRC is a masked CRC32C (core/crc32c.h).
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -84,6 +86,20 @@ struct FrameHeader {
     store_be64(out + 24, last_seq);
     uint32_t crc = crc32c::extend(0, out + 4, kFrameHeaderSize - 4);
     crc = crc32c::extend(crc, payload, length);
+    store_be32(out, crc32c::mask(crc));
+  }
+  // The same for a payload held in pieces (their lengths add up to `length`): the frame is
+  // byte for byte the one a contiguous payload gives.
+  void encode(uint8_t* out, const iovec* pieces, size_t count) const noexcept {
+    store_be32(out + 4, length);
+    out[8] = static_cast<uint8_t>(type);
+    out[9] = out[10] = out[11] = 0;
+    store_be32(out + 12, record_count);
+    store_be64(out + 16, first_seq);
+    store_be64(out + 24, last_seq);
+    uint32_t crc = crc32c::extend(0, out + 4, kFrameHeaderSize - 4);
+    for (size_t i = 0; i < count; ++i)
+      crc = crc32c::extend(crc, pieces[i].iov_base, pieces[i].iov_len);
     store_be32(out, crc32c::mask(crc));
   }
 

@@ -63,6 +63,10 @@ class Log {
                      uint32_t record_count) {
     return writer_->append(batch, first_seq, last_seq, record_count);
   }
+  Result<Lsn> append_gather(std::span<const iovec> pieces, uint64_t first_seq, uint64_t last_seq,
+                            uint32_t record_count) {
+    return writer_->append_gather(pieces, first_seq, last_seq, record_count);
+  }
   [[nodiscard]] Writer& writer() noexcept { return *writer_; }
   [[nodiscard]] const RecoveryInfo& recovery() const noexcept { return recovery_; }
   [[nodiscard]] const std::string& dir() const noexcept { return dir_; }

@@ -66,6 +66,12 @@ class Writer {
         first_seq, last_seq, record_count);
   }
 
+  // Gathered: the frame's payload is `pieces` back to back (at most kMaxAppendPieces). The
+  // frame is the one append() of the concatenation writes; nothing is copied.
+  static constexpr size_t kMaxAppendPieces = 4;
+  Result<Lsn> append_gather(std::span<const iovec> pieces, uint64_t first_seq, uint64_t last_seq,
+                            uint32_t record_count);
+
   // Returns once every frame up to ticket `lsn` is durable, syncing if no sync in flight
   // covers it. Works under every durability policy. Thread-safe.
   Status wait_durable(Lsn lsn);

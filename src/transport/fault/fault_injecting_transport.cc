@@ -64,14 +64,22 @@ bool FaultInjectingConnection::chance(uint64_t stream, uint64_t index, double p)
 }
 
 void FaultInjectingConnection::corrupt(WriteRequest& w) noexcept {
-  if (!scratch_mr_ || w.length > plan_.max_corrupt_bytes) return;
+  const uint64_t total = w.total_length();
+  if (!scratch_mr_ || total > plan_.max_corrupt_bytes) return;
   uint8_t* slot = scratch_.data() + next_slot_ * plan_.max_corrupt_bytes;
   next_slot_ = (next_slot_ + 1) % kCorruptSlots;
-  std::memcpy(slot, w.local_addr, w.length);
-  uint64_t offset = draw(kCorruptOffset, data_writes_) % w.length;
+  size_t at = 0;  // a gathered write is flattened into the scratch copy
+  for (size_t i = 0; i < w.segment_count(); ++i) {
+    LocalSegment g = w.segment(i);
+    if (g.length > 0) std::memcpy(slot + at, g.addr, g.length);
+    at += g.length;
+  }
+  uint64_t offset = draw(kCorruptOffset, data_writes_) % total;
   auto mask = static_cast<uint8_t>(1 + draw(kCorruptMask, data_writes_) % 255);
   slot[offset] ^= mask;
   w.local_addr = slot;
+  w.length = static_cast<uint32_t>(total);
+  w.extra_count = 0;
   w.lkey = scratch_mr_->region().keys.lkey;
   ++stats_.writes_corrupted;
 }
@@ -90,7 +98,7 @@ PostStatus FaultInjectingConnection::post_writes(std::span<const WriteRequest> r
   uint64_t data_writes = data_writes_;
   for (size_t i = 0; i < cut; ++i) {
     WriteRequest& w = batch_[i];
-    if (w.length == 0) continue;
+    if (w.total_length() == 0) continue;
     ++data_writes_;
     if (data_writes_ == plan_.corrupt_write_index ||
         chance(kCorruptPick, data_writes_, plan_.corrupt_probability))

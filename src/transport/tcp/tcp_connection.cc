@@ -75,20 +75,20 @@ PostStatus TcpConnection::post_writes(std::span<const WriteRequest> requests) no
   if (requests.empty()) return PostStatus::ok;
   if (requests.size() > sq_.size() - send_in_use()) return PostStatus::queue_full;
   for (const auto& r : requests)
-    if (r.length > 0 && r.local_addr == nullptr) return PostStatus::invalid;
+    if (!r.well_formed()) return PostStatus::invalid;
   for (const auto& r : requests) {
     SendSlot& s = slot(sq_posted_);
     uint64_t seq = sq_posted_ + 1;
     s.wr_id = r.wr_id;
     s.data = static_cast<const uint8_t*>(r.local_addr);
-    s.length = r.length;
+    s.length = static_cast<uint32_t>(r.total_length());
     s.signaled = r.signaled;
     s.lkey = r.lkey;
-    s.bad_lkey = r.length > 0 && !registry_->check_local(r.lkey, r.local_addr, r.length);
+    s.bad_lkey = !load_segments(s, r);
     FrameHeader h;
     h.type = FrameType::write;
     h.flags = (r.signaled || seq % ack_interval_ == 0) ? kFlagAckRequested : 0;
-    h.length = r.length;
+    h.length = s.length;
     h.remote_addr = r.remote_addr;
     h.rkey = r.rkey;
     h.imm = r.imm;
@@ -98,6 +98,22 @@ PostStatus TcpConnection::post_writes(std::span<const WriteRequest> requests) no
   }
   progress_send();
   return PostStatus::ok;
+}
+
+bool TcpConnection::load_segments(SendSlot& s, const WriteRequest& r) const noexcept {
+  bool ok = true;
+  s.n_seg = 0;
+  for (size_t i = 0; i < r.segment_count(); ++i) {
+    LocalSegment g = r.segment(i);
+    if (g.length == 0) continue;
+    if (!registry_->check_local(g.lkey, g.addr, g.length)) {
+      ok = false;
+      s.data = static_cast<const uint8_t*>(g.addr);  // name the bad segment in the error
+      s.lkey = g.lkey;
+    }
+    s.seg[s.n_seg++] = g;
+  }
+  return ok;
 }
 
 PostStatus TcpConnection::post_recvs(uint32_t count, uint64_t first_wr_id) noexcept {
@@ -201,8 +217,16 @@ void TcpConnection::progress_send() noexcept {
     };
     auto add_frame_rest = [&](const SendSlot& s, size_t off) {
       if (off < kFrameHeaderBytes) add(s.header + off, kFrameHeaderBytes - off, false);
-      size_t payload_off = off > kFrameHeaderBytes ? off - kFrameHeaderBytes : 0;
-      if (s.length > payload_off) add(s.data + payload_off, s.length - payload_off, false);
+      size_t skip = off > kFrameHeaderBytes ? off - kFrameHeaderBytes : 0;
+      for (uint8_t i = 0; i < s.n_seg; ++i) {
+        const LocalSegment& g = s.seg[i];
+        if (skip >= g.length) {
+          skip -= g.length;
+          continue;
+        }
+        add(static_cast<const uint8_t*>(g.addr) + skip, g.length - skip, false);
+        skip = 0;
+      }
     };
     uint64_t idx = sq_sent_;
     bool ctl_added = false;
@@ -214,7 +238,8 @@ void TcpConnection::progress_send() noexcept {
       ++idx;
     }
     if (ctl_pending_ && !ctl_added) add(ctl_ + ctl_offset_, kFrameHeaderBytes - ctl_offset_, true);
-    while (idx < sq_posted_ && n_iov + 2 <= kMaxIov && !slot(idx).bad_lkey) {
+    while (idx < sq_posted_ && n_iov + 1 + static_cast<int>(kMaxWriteSegments) <= kMaxIov &&
+           !slot(idx).bad_lkey) {
       add_frame_rest(slot(idx), 0);
       ++idx;
     }
@@ -486,6 +511,22 @@ void TcpConnection::fail(Error why, uint64_t failed_seq, WcStatus status) noexce
   if (fd_.valid()) ::shutdown(fd_.get(), SHUT_RDWR);
 }
 
+bool TcpConnection::send_payload_blocking(const SendSlot& s, size_t payload_off,
+                                          Deadline deadline) noexcept {
+  bool ok = true;
+  for (uint8_t i = 0; i < s.n_seg && ok; ++i) {
+    const LocalSegment& g = s.seg[i];
+    if (payload_off >= g.length) {
+      payload_off -= g.length;
+      continue;
+    }
+    ok = send_blocking(fd_.get(), static_cast<const uint8_t*>(g.addr) + payload_off,
+                       g.length - payload_off, deadline);
+    payload_off = 0;
+  }
+  return ok;
+}
+
 void TcpConnection::refuse(NakSyndrome syndrome, Errc code, std::string violation) noexcept {
   // Tell the requester which write failed: finish what is half on the wire (a control frame
   // or a data frame whose buffer is still ours to read), then the NAK; bounded wait.
@@ -499,8 +540,7 @@ void TcpConnection::refuse(NakSyndrome syndrome, Errc code, std::string violatio
       ok =
           send_blocking(fd_.get(), s.header + sq_offset_, kFrameHeaderBytes - sq_offset_, deadline);
     size_t payload_off = sq_offset_ > kFrameHeaderBytes ? sq_offset_ - kFrameHeaderBytes : 0;
-    if (ok && s.length > payload_off)
-      ok = send_blocking(fd_.get(), s.data + payload_off, s.length - payload_off, deadline);
+    if (ok) ok = send_payload_blocking(s, payload_off, deadline);
   }
   if (ok) {
     uint8_t nak[kFrameHeaderBytes];

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "frame.h"
+#include "rdmarepl/core/clock.h"
 #include "rdmarepl/transport/transport.h"
 #include "registry.h"
 #include "transport/bootstrap/socket.h"
@@ -46,9 +47,11 @@ class TcpConnection final : public Connection {
  private:
   struct SendSlot {
     uint64_t wr_id = 0;
-    const uint8_t* data = nullptr;
-    uint32_t length = 0;
+    const uint8_t* data = nullptr;  // the first segment (for messages)
+    uint32_t length = 0;            // payload bytes: every segment
     uint32_t lkey = 0;
+    uint8_t n_seg = 0;  // gathered segments of the payload, in order
+    LocalSegment seg[kMaxWriteSegments] = {};
     bool signaled = false;
     bool bad_lkey = false;  // fails with local_protection_error when it reaches the wire
     uint8_t header[kFrameHeaderBytes] = {};
@@ -60,7 +63,7 @@ class TcpConnection final : public Connection {
   };
   enum class RecvState : uint8_t { header, payload };
 
-  static constexpr int kMaxIov = 64;  // iovecs per sendmsg (IOV_MAX is 1024)
+  static constexpr int kMaxIov = 64 + kMaxWriteSegments;  // iovecs per sendmsg (IOV_MAX is 1024)
   // Bytes read per poll() before returning to the caller, so one busy connection cannot
   // starve the completions of another polled by the same thread.
   static constexpr size_t kRecvBudgetBytes = 8u << 20;
@@ -83,6 +86,10 @@ class TcpConnection final : public Connection {
   // The responder's side of a refused write: NAK, error naming the peer and the violation.
   void refuse(NakSyndrome syndrome, Errc code, std::string violation) noexcept;
   void flush_control_briefly() noexcept;
+  // Fills the slot's payload segments from `r`; false when one is not covered by its lkey.
+  bool load_segments(SendSlot& s, const WriteRequest& r) const noexcept;
+  // Sends the rest of a slot's payload from `payload_off` (blocking, bounded): refuse().
+  bool send_payload_blocking(const SendSlot& s, size_t payload_off, Deadline deadline) noexcept;
   std::string describe_incoming() const;
 
   bootstrap::Fd fd_;

@@ -88,7 +88,7 @@ Status VerbsConnection::create_resources(const ConnectionOptions& options) {
   init.sq_sig_all = 0;
   init.cap.max_send_wr = sq_depth_;
   init.cap.max_recv_wr = state_->srq ? 0 : rq_total;
-  init.cap.max_send_sge = 1;
+  init.cap.max_send_sge = kMaxWriteSegments;  // gathered writes
   init.cap.max_recv_sge = 1;
   init.cap.max_inline_data = vo.max_inline_data;
   qp_.reset(ibv_create_qp(dev.pd(), &init));
@@ -109,7 +109,7 @@ Status VerbsConnection::create_resources(const ConnectionOptions& options) {
   // Data-path arrays, sized once here so that posting never allocates.
   slots_.assign(sq_depth_, SendSlot{});
   send_wrs_.assign(sq_depth_, ibv_send_wr{});
-  send_sges_.assign(sq_depth_, ibv_sge{});
+  send_sges_.assign(size_t{sq_depth_} * kMaxWriteSegments, ibv_sge{});
   recv_wrs_.assign(std::max<uint32_t>(rq_depth_, replenish_batch_), ibv_recv_wr{});
   return {};
 }

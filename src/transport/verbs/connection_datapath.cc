@@ -23,7 +23,7 @@ PostStatus VerbsConnection::post_writes(std::span<const WriteRequest> requests) 
   const size_t n = requests.size();
   if (sq_tail_ - sq_head_ + n > sq_depth_) return PostStatus::queue_full;
   for (const auto& r : requests) {
-    if (r.length > 0 && r.local_addr == nullptr) return PostStatus::invalid;
+    if (!r.well_formed()) return PostStatus::invalid;
   }
   uint32_t run = unsignaled_run_;
   for (size_t i = 0; i < n; ++i) {
@@ -31,7 +31,8 @@ PostStatus VerbsConnection::post_writes(std::span<const WriteRequest> requests) 
     const uint64_t seq = sq_tail_ + i;
     SendSlot& slot = slots_[seq % sq_depth_];
     slot.wr_id = r.wr_id;
-    slot.length = r.length;
+    const auto total = static_cast<uint32_t>(r.total_length());
+    slot.length = total;
     slot.report = r.signaled;
     // Selective signaling: force a signaled request at least every unsignaled_batch_, so
     // the send queue's slots are released (a signaled completion retires all before it).
@@ -39,7 +40,7 @@ PostStatus VerbsConnection::post_writes(std::span<const WriteRequest> requests) 
     run = signaled ? 0 : run + 1;
 
     ibv_send_wr& wr = send_wrs_[i];
-    ibv_sge& sge = send_sges_[i];
+    ibv_sge* sges = &send_sges_[i * kMaxWriteSegments];
     wr = ibv_send_wr{};
     wr.wr_id = seq;
     wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
@@ -47,13 +48,16 @@ PostStatus VerbsConnection::post_writes(std::span<const WriteRequest> requests) 
     wr.wr.rdma.remote_addr = r.remote_addr;
     wr.wr.rdma.rkey = r.rkey;
     wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
-    if (r.length > 0) {
-      sge.addr = reinterpret_cast<uint64_t>(r.local_addr);
-      sge.length = r.length;
-      sge.lkey = r.lkey;
-      wr.sg_list = &sge;
-      wr.num_sge = 1;
-      if (r.length <= max_inline_) wr.send_flags |= IBV_SEND_INLINE;
+    int num_sge = 0;
+    for (size_t k = 0; k < r.segment_count(); ++k) {
+      LocalSegment g = r.segment(k);
+      if (g.length == 0) continue;  // an empty SGE adds nothing
+      sges[num_sge++] = ibv_sge{reinterpret_cast<uint64_t>(g.addr), g.length, g.lkey};
+    }
+    if (num_sge > 0) {
+      wr.sg_list = sges;
+      wr.num_sge = num_sge;
+      if (total <= max_inline_) wr.send_flags |= IBV_SEND_INLINE;
     }
     wr.next = i + 1 < n ? &send_wrs_[i + 1] : nullptr;
   }

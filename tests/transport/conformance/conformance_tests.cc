@@ -243,6 +243,98 @@ TEST_CASE("conformance: a large write spanning many socket buffers arrives whole
   CHECK(env.dst == env.src);
 }
 
+// A second registered buffer on the client, for gathered writes: its bytes differ from
+// the source's so that a segment placed from the wrong buffer shows.
+struct GatherSource {
+  std::vector<uint8_t> bytes;
+  std::unique_ptr<MemoryRegion> mr;
+  GatherSource(Transport& t, size_t n) : bytes(n) {
+    for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<uint8_t>(i * 29 + 101);
+    auto r = t.register_memory(bytes.data(), bytes.size(), Access::local_write);
+    REQUIRE(r.ok());
+    mr = std::move(*r);
+  }
+  LocalSegment segment(size_t off, uint32_t len) const {
+    return LocalSegment{bytes.data() + off, len, mr->region().keys.lkey};
+  }
+};
+
+TEST_CASE("conformance: a gathered write places its segments back to back", "[conformance]") {
+  Env env;
+  GatherSource value(*env.transport, kBufBytes / 2);
+  GatherSource pad(*env.transport, 8);
+  constexpr int kWrites = 40;
+  REQUIRE(env.server().post_recvs(kWrites, 500) == PostStatus::ok);
+  std::vector<uint8_t> expected;
+  std::vector<uint32_t> lens;
+  std::vector<WriteRequest> batch;
+  for (int i = 0; i < kWrites; ++i) {
+    // Header from the source, a value of growing size (the last ones span many socket
+    // buffers) and 0..7 bytes of padding, each segment with its own lkey.
+    const auto head = static_cast<uint32_t>(16 + i);
+    const auto val = static_cast<uint32_t>(i < kWrites - 2 ? i * 997 : 128 * 1024);
+    const auto tail = static_cast<uint32_t>(i % 8);
+    auto w = env.write(static_cast<uint64_t>(i), static_cast<size_t>(i) * 64, head, expected.size(),
+                       0x5e000000u + static_cast<uint32_t>(i), i % 3 == 0 || i == kWrites - 1);
+    w.extra[0] = value.segment(static_cast<size_t>(i), val);
+    w.extra[1] = pad.segment(0, tail);
+    w.extra_count = 2;
+    CHECK(w.total_length() == head + val + tail);
+    const uint8_t* h = env.src.data() + static_cast<size_t>(i) * 64;
+    expected.insert(expected.end(), h, h + head);
+    expected.insert(expected.end(), value.bytes.data() + i, value.bytes.data() + i + val);
+    expected.insert(expected.end(), pad.bytes.data(), pad.bytes.data() + tail);
+    lens.push_back(head + val + tail);
+    batch.push_back(w);
+  }
+  REQUIRE(expected.size() <= kBufBytes);
+  REQUIRE(env.client().post_writes(batch) == PostStatus::ok);
+  Reaped r;
+  REQUIRE(pump(env.pair, r, [&](const Reaped& x) {
+    return x.server.size() == kWrites && find_wr(x.client, kWrites - 1) != nullptr;
+  }));
+  for (int i = 0; i < kWrites; ++i) {
+    const auto& c = r.server[static_cast<size_t>(i)];
+    INFO("write " << i);
+    CHECK(c.status == WcStatus::success);
+    CHECK(c.imm == 0x5e000000u + static_cast<uint32_t>(i));
+    CHECK(c.byte_len == lens[static_cast<size_t>(i)]);
+  }
+  CHECK(std::memcmp(env.dst.data(), expected.data(), expected.size()) == 0);
+  CHECK(env.dst[expected.size()] == 0xab);  // nothing beyond the last write
+}
+
+TEST_CASE("conformance: a gathered write with a bad lkey in a later segment fails locally",
+          "[conformance]") {
+  Env env;
+  GatherSource value(*env.transport, 4096);
+  REQUIRE(env.server().post_recvs(4, 0) == PostStatus::ok);
+  uint32_t before = env.dst_crc();
+  auto w = env.write(9, 0, 64, 0, 1);
+  w.extra[0] = value.segment(0, 1024);
+  w.extra[0].lkey ^= 0xffffffffu;
+  w.extra_count = 1;
+  REQUIRE(env.client().post_writes({&w, 1}) == PostStatus::ok);
+  Reaped r;
+  REQUIRE(pump(env.pair, r, [](const Reaped& x) { return !x.client.empty(); }));
+  CHECK(r.client[0].wr_id == 9);
+  CHECK((r.client[0].status == WcStatus::local_protection_error ||
+         r.client[0].status == WcStatus::local_qp_error));
+  CHECK_FALSE(env.client().healthy());
+  CHECK(env.dst_crc() == before);
+}
+
+TEST_CASE("conformance: a write with too many segments is refused as invalid", "[conformance]") {
+  Env env;
+  auto w = env.write(1, 0, 64, 0, 1);
+  w.extra_count = kMaxWriteSegments;  // one more than WriteRequest::extra holds
+  CHECK(env.client().post_writes({&w, 1}) == PostStatus::invalid);
+  w.extra_count = 1;
+  w.extra[0] = LocalSegment{nullptr, 8, w.lkey};  // bytes at a null address
+  CHECK(env.client().post_writes({&w, 1}) == PostStatus::invalid);
+  CHECK(env.client().healthy());
+}
+
 TEST_CASE("conformance: a zero-length write delivers the immediate alone", "[conformance]") {
   Env env;
   REQUIRE(env.server().post_recvs(1, 5) == PostStatus::ok);

@@ -73,6 +73,7 @@ class BatchBuilder {
     first_seq_ = first_seq;
     size_ = kBatchHeaderSize;
     count_ = 0;
+    external_ = 0;
   }
   [[nodiscard]] bool fits(size_t key_len, size_t value_len) const noexcept {
     return align_batch(size_ + record_size(key_len, value_len)) <= capacity_;
@@ -81,6 +82,16 @@ class BatchBuilder {
   void add(Op op, std::string_view key, std::string_view value, uint64_t timestamp) noexcept;
   // Writes the header (with checksum) and zero padding; returns the padded batch size.
   size_t seal() noexcept;
+
+  // Zero-copy (a batch of one record whose value is gathered from elsewhere): writes the
+  // record's header and key only; its `value_len` value bytes follow them on the wire and
+  // in the log. Precondition: the batch is empty. encoded() is then the bytes written here.
+  void add_head(Op op, std::string_view key, uint32_t value_len, uint64_t timestamp) noexcept;
+  // Seals such a batch: header and checksum over the encoded head and `value` (read once).
+  // Writes no padding (the sender gathers it). Returns the padded size of the whole batch.
+  size_t seal_gathered(std::span<const std::byte> value) noexcept;
+  // Bytes encoded at base(): size() less a gathered value.
+  [[nodiscard]] size_t encoded() const noexcept { return size_ - external_; }
 
   [[nodiscard]] size_t size() const noexcept { return size_; }  // unpadded, header included
   [[nodiscard]] uint32_t count() const noexcept { return count_; }
@@ -95,6 +106,10 @@ class BatchBuilder {
   uint64_t first_seq_ = 0;
   uint32_t count_ = 0;
   uint16_t shard_ = 0;
+  size_t external_ = 0;  // value bytes of a gathered record, not at base()
+
+  // Every header field but the checksum (written as zero).
+  void write_header(std::byte* h, uint32_t payload_len) const noexcept;
 };
 
 // Why a batch was rejected. Every value is a protocol error for the connection it came on.

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "rdmarepl/core/result.h"
+#include "rdmarepl/memory/slab_pool.h"
 #include "rdmarepl/replication/channel_metrics.h"
 #include "rdmarepl/replication/detail/batch_format.h"
 #include "rdmarepl/replication/options.h"
@@ -56,6 +57,20 @@ class ChannelCore {
       const StoreHooks& store);
 
   virtual WriteResult write(Op op, std::string_view key, std::string_view value) noexcept = 0;
+  // Zero-copy values (leader): a registered buffer of `size` bytes from the channel's slab
+  // pool, or an empty Buffer (follower, no pool, pool exhausted, size over 1 MiB).
+  [[nodiscard]] virtual memory::Buffer allocate(size_t) noexcept { return {}; }
+  // Replicates `value`'s bytes under `key` without copying them (see docs/replication.md,
+  // "Zero-copy values"). The Buffer is consumed whatever the result.
+  virtual WriteResult write_buffer(std::string_view, memory::Buffer&& value) noexcept {
+    value.reset();
+    return WriteResult{{}, WriteStatus::not_leader};
+  }
+  // The zero-copy pool's counters (all zero without a pool): registrations stay at the
+  // arenas registered by create().
+  [[nodiscard]] virtual memory::MemoryStats memory_stats() const { return {}; }
+  // Zero-copy batches whose Buffers the retained windows still hold (control plane).
+  [[nodiscard]] virtual size_t zero_copy_retained() const { return 0; }
   virtual void flush() noexcept = 0;
   [[nodiscard]] virtual bool committed(Ticket ticket) const noexcept = 0;
   virtual Status wait(Ticket ticket, std::chrono::milliseconds timeout) = 0;
