@@ -154,7 +154,13 @@ Status CmPipe::next_completion(ibv_cq* cq, ibv_wc& wc, Deadline deadline, const 
     }
     if (n < 0) return Error(Errc::io_error, name_ + ": ibv_poll_cq failed");
     if (n > 0) return {};
-    RDMAREPL_TRY(check_cm_events());
+    if (Status gone = check_cm_events(); !gone) {
+      // The peer's last write (a Reject saying why it refused us) completes before it
+      // disconnects, but both may arrive between our poll and reading the event: look once
+      // more, so that its reason wins over "disconnected".
+      if (ibv_poll_cq(cq, 1, &wc) > 0) return {};
+      return gone;
+    }
     if (deadline.expired())
       return Error(Errc::timeout, fmt::format("{}: waiting for {} timed out", name_, what));
     pollfd fds[2] = {{q_.channel->fd, POLLIN, 0}, {q_.cm->fd, POLLIN, 0}};
@@ -170,17 +176,19 @@ Status CmPipe::next_completion(ibv_cq* cq, ibv_wc& wc, Deadline deadline, const 
 
 Status CmPipe::check_cm_events() {
   rdma_cm_event* ev = nullptr;
-  while (rdma_get_cm_event(q_.cm, &ev) == 0) {
+  while (!peer_gone_ && rdma_get_cm_event(q_.cm, &ev) == 0) {
     const auto type = ev->event;
     rdma_ack_cm_event(ev);
     if (type == RDMA_CM_EVENT_DISCONNECTED || type == RDMA_CM_EVENT_DEVICE_REMOVAL ||
         type == RDMA_CM_EVENT_TIMEWAIT_EXIT) {
-      return Error(Errc::connection_closed,
-                   fmt::format("{}: the peer disconnected during the handshake ({})", name_,
-                               rdma_event_str(type)));
+      peer_gone_ = true;
+      gone_event_ = rdma_event_str(type);
     }
   }
-  return {};
+  if (!peer_gone_) return {};
+  return Error(
+      Errc::connection_closed,
+      fmt::format("{}: the peer disconnected during the handshake ({})", name_, gone_event_));
 }
 
 }  // namespace rdmarepl::transport::verbs

@@ -58,6 +58,7 @@ class CmPipe final : public bootstrap::BytePipe {
   Status receive_one(Deadline deadline);
   // Polls `cq` for one completion, sleeping on the completion channel until `deadline`.
   Status next_completion(ibv_cq* cq, ibv_wc& wc, Deadline deadline, const char* what);
+  // Errc::connection_closed once the peer disconnected (remembered: the event is read once).
   Status check_cm_events();
 
   Queues q_;
@@ -72,6 +73,8 @@ class CmPipe final : public bootstrap::BytePipe {
   size_t rx_read_ = 0;
   uint32_t writes_sent_ = 0;
   uint32_t writes_received_ = 0;
+  bool peer_gone_ = false;  // a disconnect event was read
+  std::string gone_event_;
 };
 
 }  // namespace rdmarepl::transport::verbs
