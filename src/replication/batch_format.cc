@@ -27,36 +27,35 @@ uint32_t batch_crc(const std::byte* header, const std::byte* payload, size_t pay
   return crc32c::mask(crc);
 }
 
-}  // namespace
-
-void BatchBuilder::add(Op op, std::string_view key, std::string_view value,
-                       uint64_t timestamp) noexcept {
-  std::byte* p = base_ + size_;
+// Writes a record's header and key at `p`; returns where its value goes.
+std::byte* encode_record_head(std::byte* p, Op op, std::string_view key, uint32_t value_len,
+                              uint64_t seq, uint64_t timestamp) noexcept {
   p[kRecOp] = static_cast<std::byte>(op);
   p[kRecFlags] = std::byte{0};
   store_be16(p + kRecReserved, 0);
   store_be32(p + kRecKeyLen, static_cast<uint32_t>(key.size()));
-  store_be32(p + kRecValueLen, static_cast<uint32_t>(value.size()));
-  store_be64(p + kRecSeq, first_seq_ + count_);
+  store_be32(p + kRecValueLen, value_len);
+  store_be64(p + kRecSeq, seq);
   store_be64(p + kRecTimestamp, timestamp);
   p += kRecordHeaderSize;
   if (!key.empty()) std::memcpy(p, key.data(), key.size());
-  if (!value.empty()) std::memcpy(p + key.size(), value.data(), value.size());
+  return p + key.size();
+}
+
+}  // namespace
+
+void BatchBuilder::add(Op op, std::string_view key, std::string_view value,
+                       uint64_t timestamp) noexcept {
+  std::byte* v = encode_record_head(base_ + size_, op, key, static_cast<uint32_t>(value.size()),
+                                    first_seq_ + count_, timestamp);
+  if (!value.empty()) std::memcpy(v, value.data(), value.size());
   size_ += record_size(key.size(), value.size());
   ++count_;
 }
 
 void BatchBuilder::add_head(Op op, std::string_view key, uint32_t value_len,
                             uint64_t timestamp) noexcept {
-  std::byte* p = base_ + size_;
-  p[kRecOp] = static_cast<std::byte>(op);
-  p[kRecFlags] = std::byte{0};
-  store_be16(p + kRecReserved, 0);
-  store_be32(p + kRecKeyLen, static_cast<uint32_t>(key.size()));
-  store_be32(p + kRecValueLen, value_len);
-  store_be64(p + kRecSeq, first_seq_ + count_);
-  store_be64(p + kRecTimestamp, timestamp);
-  if (!key.empty()) std::memcpy(p + kRecordHeaderSize, key.data(), key.size());
+  (void)encode_record_head(base_ + size_, op, key, value_len, first_seq_ + count_, timestamp);
   size_ += record_size(key.size(), value_len);
   external_ = value_len;
   ++count_;
