@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "rdmarepl/memory/counters.h"
 #include "rdmarepl/replication/detail/channel_core.h"
 #include "rdmarepl/tuning/runner.h"
 #include "rdmarepl/tuning/samplers.h"
@@ -33,7 +34,11 @@ class CoreBase : public ChannelCore {
  public:
   CoreBase(const ChannelOptions& options, std::unique_ptr<transport::Transport> transport);
 
-  [[nodiscard]] MetricsSnapshot metrics() const noexcept override { return metrics_.snapshot(); }
+  [[nodiscard]] MetricsSnapshot metrics() const noexcept override {
+    metrics_.memory_registrations.store(
+        memory_counters_.registrations.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    return metrics_.snapshot();
+  }
   [[nodiscard]] std::string_view transport_name() const noexcept override {
     return transport_->name();
   }
@@ -76,6 +81,9 @@ class CoreBase : public ChannelCore {
   ChannelOptions options_;
   std::unique_ptr<transport::Transport> transport_;
   mutable ChannelMetrics metrics_;
+  // Every registration the channel makes (its buffers and the zero-copy pool) is counted
+  // here; MetricsSnapshot::memory_registrations reads it.
+  memory::Counters memory_counters_;
 
  private:
   void poll_loop(uint32_t worker) noexcept;

@@ -32,14 +32,14 @@ Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& opti
     // Rings take remote writes only from the authenticated leader; nothing else of the
     // process is registered for remote access. Two generations of each (see Shard::gen).
     for (uint32_t g = 0; g < kBufferGenerations; ++g) {
-      auto r = RegisteredBuffer::create(*self->transport_, options.ring_bytes,
-                                        Access::local_write | Access::remote_write,
-                                        fmt::format("receive ring {} of shard {}", g, i));
+      auto r = RegisteredBuffer::create(
+          *self->transport_, options.ring_bytes, Access::local_write | Access::remote_write,
+          fmt::format("receive ring {} of shard {}", g, i), &self->memory_counters_);
       if (!r.ok()) return std::move(r).error();
       s->rings[g] = std::move(r).value();
-      auto l = RegisteredBuffer::create(*self->transport_, large,
-                                        Access::local_write | Access::remote_write,
-                                        fmt::format("large-record buffer {} of shard {}", g, i));
+      auto l = RegisteredBuffer::create(
+          *self->transport_, large, Access::local_write | Access::remote_write,
+          fmt::format("large-record buffer {} of shard {}", g, i), &self->memory_counters_);
       if (!l.ok()) return std::move(l).error();
       s->larges[g] = std::move(l).value();
     }

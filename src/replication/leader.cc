@@ -31,12 +31,13 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
     auto s = std::make_unique<Shard>();
     s->index = i;
     auto w = RegisteredBuffer::create(*self->transport_, options.retain_bytes, Access::local_write,
-                                      fmt::format("retained window of shard {}", i));
+                                      fmt::format("retained window of shard {}", i),
+                                      &self->memory_counters_);
     if (!w.ok()) return std::move(w).error();
     s->window = RetainedWindow(std::move(w).value(), max_batches);
     auto a =
         RegisteredBuffer::create(*self->transport_, 64, Access::local_write | Access::remote_write,
-                                 fmt::format("ack target of shard {}", i));
+                                 fmt::format("ack target of shard {}", i), &self->memory_counters_);
     if (!a.ok()) return std::move(a).error();
     s->ack_target = std::move(a).value();
     for (uint32_t f = 0; f < options.peers.size(); ++f) {

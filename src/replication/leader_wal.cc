@@ -39,7 +39,8 @@ Status Leader::open_wal() {
   for (auto& sp : shards_) {
     Shard& s = *sp;
     auto st = RegisteredBuffer::create(*transport_, largest, transport::Access::local_write,
-                                       fmt::format("catch-up staging buffer of shard {}", s.index));
+                                       fmt::format("catch-up staging buffer of shard {}", s.index),
+                                       &memory_counters_);
     if (!st.ok()) return std::move(st).error();
     s.staging = std::move(st).value();
     const uint64_t last = rec.shard_seq[s.index];

@@ -14,7 +14,7 @@ namespace rdmarepl::replication::detail {
 
 Status Leader::open_pool() {
   auto z = RegisteredBuffer::create(*transport_, 64, transport::Access::local_write,
-                                    "zero padding of zero-copy batches");
+                                    "zero padding of zero-copy batches", &memory_counters_);
   if (!z.ok()) return std::move(z).error();
   zeros_ = std::move(z).value();
   if (options_.zero_copy_pool_bytes == 0) return ok_status();
@@ -24,7 +24,8 @@ Status Leader::open_pool() {
   // class (a chunk keeps its class while its arena has any chunk out).
   po.arena_bytes = std::max(memory::kMaxClassSize, options_.zero_copy_pool_bytes / 8);
   po.retain_arenas = SIZE_MAX;  // registered once, never released while the channel lives
-  auto p = memory::SlabPool::create(po, memory::transport_registrar(*transport_));
+  auto p =
+      memory::SlabPool::create(po, memory::transport_registrar(*transport_), &memory_counters_);
   if (!p) {
     return Error(p.error().code(),
                  fmt::format("registering the zero-copy pool (ChannelOptions::"

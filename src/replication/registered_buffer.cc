@@ -5,7 +5,8 @@
 namespace rdmarepl::replication::detail {
 
 Result<RegisteredBuffer> RegisteredBuffer::create(transport::Transport& transport, size_t bytes,
-                                                  transport::Access access, std::string_view what) {
+                                                  transport::Access access, std::string_view what,
+                                                  memory::Counters* counters) {
   RegisteredBuffer b;
   b.registrar_ = std::make_unique<memory::Registrar>(memory::transport_registrar(transport));
   memory::ArenaOptions options;
@@ -13,7 +14,7 @@ Result<RegisteredBuffer> RegisteredBuffer::create(transport::Transport& transpor
   // from fewer TLB and NIC translation entries.
   options.huge_pages = bytes >= memory::kHugePageSize;
   options.access = access;
-  auto arena = memory::Arena::create(bytes, options, *b.registrar_, nullptr);
+  auto arena = memory::Arena::create(bytes, options, *b.registrar_, counters);
   if (!arena.ok())
     return Error(arena.error().code(), fmt::format("allocating the {} ({} bytes): {}", what, bytes,
                                                    arena.error().message()));

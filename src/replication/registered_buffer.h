@@ -10,6 +10,7 @@
 
 #include "rdmarepl/core/result.h"
 #include "rdmarepl/memory/arena.h"
+#include "rdmarepl/memory/counters.h"
 #include "rdmarepl/memory/registrar.h"
 #include "rdmarepl/transport/transport.h"
 
@@ -19,8 +20,10 @@ class RegisteredBuffer {
  public:
   // Control plane: map + register. The error says which buffer and how big. `transport`
   // must outlive the buffer.
+  // `counters` (may be null) counts the registration and must outlive the buffer.
   static Result<RegisteredBuffer> create(transport::Transport& transport, size_t bytes,
-                                         transport::Access access, std::string_view what);
+                                         transport::Access access, std::string_view what,
+                                         memory::Counters* counters = nullptr);
 
   RegisteredBuffer() = default;
   RegisteredBuffer(RegisteredBuffer&&) noexcept = default;

@@ -143,11 +143,24 @@ void mixed_order_scenario(TransportKind kind, int followers, uint16_t port0) {
   c.start_leader(lstore);
   const auto regs = c.leader->memory_stats().registrations;
   CHECK(regs >= 1);  // the pool's arenas, registered by create()
+  // Every registration of each channel (its windows, rings and buffers as well as the pool),
+  // as the metrics report it: all made by create().
+  const uint64_t leader_regs = c.leader->metrics().memory_registrations;
+  CHECK(leader_regs == regs);  // one count: the pool's arenas and the channel's buffers
+  CHECK(leader_regs > 2 * base_options().shards);  // a window and an ack target per shard, ...
+  std::vector<uint64_t> follower_regs;
+  for (const auto& f : c.followers) {
+    follower_regs.push_back(f->metrics().memory_registrations);
+    CHECK(follower_regs.back() >= 4 * base_options().shards);  // two rings, two large buffers
+  }
   const int zc = mixed_load(c, 3000, 5 + static_cast<uint64_t>(kind), 64 * 1024);
   CHECK(zc > 1000);  // every write that asked for a Buffer got one
   c.require_converged();
   // Every record was applied once, in order (a key's last write wins everywhere).
   CHECK(c.leader->memory_stats().registrations == regs);  // none on the data path
+  CHECK(c.leader->metrics().memory_registrations == leader_regs);
+  for (size_t i = 0; i < c.followers.size(); ++i)
+    CHECK(c.followers[i]->metrics().memory_registrations == follower_regs[i]);
   (void)c.leader->progress();
   CHECK(c.leader->zero_copy_retained() == 0);
 }

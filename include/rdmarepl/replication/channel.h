@@ -85,8 +85,9 @@ class ReplicationChannel {
   WriteResult replicate(std::string_view key, memory::Buffer&& value) noexcept {
     return core_->write_buffer(key, std::move(value));
   }
-  // The zero-copy pool's counters: `registrations` counts the arenas registered at create()
-  // and never grows on the data path.
+  // The zero-copy pool's counters. `registrations` counts every registration of the channel
+  // (the pool's arenas, its windows and buffers; MetricsSnapshot::memory_registrations): all
+  // are made by create(), and it never grows on the data path.
   [[nodiscard]] memory::MemoryStats memory_stats() const { return core_->memory_stats(); }
   // Zero-copy batches whose Buffers are still held (not yet acknowledged by every follower
   // and evicted); 0 once everything was acknowledged and progress() ran.

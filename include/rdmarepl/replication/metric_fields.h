@@ -27,7 +27,9 @@
   X(knob_changes, counter, "events", "apply_knobs() calls that changed at least one setting")      \
   X(worker_changes, counter, "events", "of which changed the number of poller threads")            \
   X(tuner_decisions, counter, "events", "decisions made by the channel's tuner")                   \
-  X(followers, gauge, "followers", "leader: followers configured (per-follower entries used)")
+  X(followers, gauge, "followers", "leader: followers configured (per-follower entries used)")     \
+  X(memory_registrations, counter, "registrations",                                                \
+    "memory registrations made; all at create(), none on the data path")
 
 // X(name, unit, help): a metrics::Histogram (snapshot: count, sum, max, percentiles).
 #define RDMAREPL_CHANNEL_HISTOGRAMS(X)                    \
