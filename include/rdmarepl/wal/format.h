@@ -78,15 +78,9 @@ struct FrameHeader {
 
   // Writes the header with the CRC of header + payload[0, length).
   void encode(uint8_t* out, const uint8_t* payload) const noexcept {
-    store_be32(out + 4, length);
-    out[8] = static_cast<uint8_t>(type);
-    out[9] = out[10] = out[11] = 0;
-    store_be32(out + 12, record_count);
-    store_be64(out + 16, first_seq);
-    store_be64(out + 24, last_seq);
-    uint32_t crc = crc32c::extend(0, out + 4, kFrameHeaderSize - 4);
-    crc = crc32c::extend(crc, payload, length);
-    store_be32(out, crc32c::mask(crc));
+    // iovec's base is not const; encode() only reads through it.
+    const iovec whole{const_cast<uint8_t*>(payload), length};
+    encode(out, &whole, 1);
   }
   // The same for a payload held in pieces (their lengths add up to `length`): the frame is
   // byte for byte the one a contiguous payload gives.
