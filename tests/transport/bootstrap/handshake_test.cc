@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "rdmarepl/core/byte_order.h"
+#include "transport/bootstrap/relay.h"
 #include "transport/bootstrap/socket.h"
 
 using namespace rdmarepl;
@@ -60,17 +61,7 @@ bool contains(const Error& e, std::string_view text) {
   return e.message().find(text) != std::string::npos;
 }
 
-// Copies bytes from `from` to `to` until EOF, recording them.
-void relay(int from, int to, std::vector<uint8_t>& record) {
-  uint8_t buf[4096];
-  for (;;) {
-    ssize_t n = ::read(from, buf, sizeof buf);
-    if (n <= 0) break;
-    record.insert(record.end(), buf, buf + n);
-    if (::write(to, buf, static_cast<size_t>(n)) != n) break;
-  }
-  ::shutdown(to, SHUT_WR);
-}
+using test::relay;
 
 }  // namespace
 
