@@ -128,7 +128,7 @@ TEST_CASE("the least recently used unpinned registration is evicted at capacity"
   CHECK(fake.is_live(mem.page(0)));
 }
 
-TEST_CASE("idle registrations expire; pinned ones do not", "[unit][memory]") {
+TEST_CASE("idle registrations expire, pinned ones do not", "[unit][memory]") {
   StoreMemory mem(4);
   testing::FakeRegistrar fake;
   CacheOptions o;

@@ -203,7 +203,7 @@ TEST_CASE("grow_on_exhaustion is refused for registered pools", "[unit][memory]"
   CHECK(bufs[0].lkey() == 0);
 }
 
-TEST_CASE("idle arenas are released; arenas with a live buffer are not", "[unit][memory]") {
+TEST_CASE("idle arenas are released, arenas with a live buffer are not", "[unit][memory]") {
   testing::FakeRegistrar fake;
   PoolOptions o = small_pool(2);
   o.idle_timeout = std::chrono::milliseconds(50);
