@@ -117,7 +117,9 @@ class Leader final : public CoreBase, private CatchUpHost {
   void start_wal();
   void wal_seal(Shard& s, BatchDesc& d) noexcept;
   [[nodiscard]] bool wal_sendable(const BatchDesc& d) const noexcept;
-  void recover_batch(const BatchView& v, std::span<const std::byte> bytes) noexcept;
+  // Puts a replayed batch back into the retained window; false when these options cannot
+  // send it (written under a larger ring_bytes or max_value_bytes).
+  bool recover_batch(const BatchView& v, std::span<const std::byte> bytes) noexcept;
 
  public:
   // Tests and tools: the log (null without wal_dir).
