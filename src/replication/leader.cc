@@ -271,14 +271,14 @@ size_t Leader::poll_link(Shard& s, Link& l) noexcept {
     const uint64_t seq = widen_seq(imm_arg(c.imm), acked);
     // A follower acknowledges at most the last seq of the newest batch it took from this
     // connection, so everything freed below has been read (its resume point may still be
-    // older than what it applied through its old connection: it skips those records).
-    const uint64_t newest = s.next_seq.load(std::memory_order_relaxed) - 1;
-    if (seq < acked || seq > newest) {
+    // older than what it applied through its old connection: it skips those records). More
+    // would claim records it was never sent and let the commit point pass them.
+    if (seq < acked || seq > l.sent_seq) {
       ChannelMetrics::add(metrics_.protocol_errors);
       link_down(s, l,
                 fmt::format("protocol error: acknowledgement of seq {} outside [{}, {}] "
-                            "(last acknowledged, last assigned)",
-                            seq, acked, newest));
+                            "(last acknowledged, last sent on this connection)",
+                            seq, acked, l.sent_seq));
       return n;
     }
     l.retire(seq);

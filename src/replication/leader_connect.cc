@@ -161,6 +161,7 @@ Status Leader::install(Shard& s, Link& l, std::unique_ptr<transport::Connection>
   l.shipping = false;
   ++l.generation;
   l.acked_seq.store(resume, std::memory_order_release);
+  l.sent_seq = resume;
   l.up.store(true, std::memory_order_release);
   if (l.ever_connected) ChannelMetrics::add(metrics_.reconnects);
   if (bn < s.window.end_bn() && l.ever_connected)

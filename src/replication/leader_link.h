@@ -34,6 +34,10 @@ struct Link {
   bool stalled = false;
   uint64_t next_send_bn = 0;
   std::atomic<uint64_t> acked_seq{0};
+  // The newest seq the follower may acknowledge on this connection: its resume point at
+  // install, then the last seq of each batch posted (and a shipped checkpoint's seq). An
+  // acknowledgement beyond it is a protocol error.
+  uint64_t sent_seq = 0;
   std::atomic<bool> up{false};
   std::atomic<uint64_t> down_since_ns{0};
   bool ever_connected = false;

@@ -1,0 +1,130 @@
+// A leader facing a follower that breaks the protocol: a peer that completes the handshake
+// as a follower would (docs/wire_format.md, "Replication handshake") and then acknowledges
+// records it was never sent. The leader must drop it with a logged reason and never count
+// those records as committed.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "log_capture.h"
+#include "loopback_options.h"
+#include "loopback_transport.h"
+#include "rdmarepl/rdmarepl.h"
+#include "replication/batch_limits.h"
+#include "replication/hello.h"
+#include "replication/imm.h"
+#include "test_store.h"
+
+using namespace rdmarepl;
+using namespace std::chrono_literals;
+using test::LogCapture;
+using test::LoopbackFabric;
+using test::LoopbackTransport;
+
+namespace {
+
+// A follower written from the wire format alone: it registers the buffers a follower would,
+// answers the handshake with resume point 0 for every shard, and then does only what the
+// test asks.
+class ForgedFollower {
+ public:
+  ForgedFollower(std::shared_ptr<LoopbackFabric> fabric, const ChannelOptions& o, uint16_t port)
+      : transport_(std::move(fabric)), options_(o) {
+    auto l = transport_.listen({"loopback", port});
+    REQUIRE(l.ok());
+    listener_ = std::move(l).value();
+    const uint64_t large = replication::detail::large_buffer_bytes(o);
+    // Rings of both generations, then large-record buffers of both generations.
+    for (uint64_t size : {o.ring_bytes, o.ring_bytes, large, large}) {
+      for (uint32_t s = 0; s < o.shards; ++s) {
+        buffers_.emplace_back(size);
+        auto r = transport_.register_memory(
+            buffers_.back().data(), size,
+            transport::Access::local_write | transport::Access::remote_write);
+        REQUIRE(r.ok());
+        regions_.push_back(std::move(r).value());
+      }
+    }
+  }
+
+  // Accepts one leader connection (of any shard).
+  void accept() {
+    transport::ConnectionOptions co;
+    co.node_id = "forged-follower";
+    for (auto& r : regions_) co.regions.push_back(r->remote());
+    co.send_queue_depth = co.recv_queue_depth = options_.queue_depth + 8;
+    co.initial_recvs = options_.queue_depth + 4;
+    replication::detail::FollowerHello h;
+    h.shard_count = options_.shards;
+    h.queue_depth = options_.queue_depth;
+    h.ring_bytes = options_.ring_bytes;
+    h.large_bytes = replication::detail::large_buffer_bytes(options_);
+    h.applied.assign(options_.shards, 0);
+    h.generation.assign(options_.shards, 0);
+    co.app_data = replication::detail::encode(h);
+    auto c = listener_->accept(co, 10s);
+    REQUIRE(c.ok());
+    conn_ = std::move(c).value();
+  }
+
+  // Acknowledges `seq` on the accepted connection.
+  void ack(uint64_t seq) {
+    transport::WriteRequest w;
+    const auto& target = conn_->peer().regions.front();
+    w.remote_addr = target.addr;
+    w.rkey = target.rkey;
+    w.imm = replication::make_imm(replication::ImmKind::ack, static_cast<uint32_t>(seq));
+    REQUIRE(conn_->post_writes(std::span<const transport::WriteRequest>(&w, 1)) ==
+            transport::PostStatus::ok);
+  }
+
+ private:
+  LoopbackTransport transport_;
+  ChannelOptions options_;
+  std::unique_ptr<transport::Listener> listener_;
+  std::vector<std::vector<std::byte>> buffers_;
+  std::vector<std::unique_ptr<transport::MemoryRegion>> regions_;
+  std::unique_ptr<transport::Connection> conn_;
+};
+
+}  // namespace
+
+TEST_CASE("an acknowledgement of records never sent on the connection drops it", "[replication]") {
+  auto fabric = std::make_shared<LoopbackFabric>();
+  ChannelOptions o = test::loopback_options();
+  o.shards = 1;
+  o.max_value_bytes = 4096;
+  o.retain_bytes = 1 << 20;
+  o.ack_mode = AckMode::all;
+  o.flush_delay = 10s;  // the records stay in the open batch: assigned, never sent
+  o.batch_bytes = 64 * 1024;
+  o.role = Role::leader;
+  o.node_id = "leader";
+  o.peers.push_back({"loopback", 32100});
+  ForgedFollower forged(fabric, o, 32100);
+
+  LogCapture logs;
+  test::MapStore store;
+  auto leader = ReplicationChannel<test::MapStore>::create(
+      o, store, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(leader.ok());
+  forged.accept();
+  Ticket last;
+  for (int i = 0; i < 10; ++i) {
+    auto w = (*leader)->replicate("k" + std::to_string(i), "v");
+    REQUIRE(w.ok());
+    last = w.ticket;
+  }
+  REQUIRE(last.seq == 10);
+  forged.ack(10);  // within what the leader assigned, but nothing was sent yet
+
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!logs.contains("acknowledgement of seq 10") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(5ms);
+  CHECK(logs.contains("protocol error: acknowledgement of seq 10", "last sent on this connection"));
+  CHECK((*leader)->metrics().protocol_errors >= 1);
+  CHECK_FALSE((*leader)->committed(last));
+}
