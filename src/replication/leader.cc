@@ -282,6 +282,7 @@ size_t Leader::poll_link(Shard& s, Link& l) noexcept {
       return n;
     }
     l.retire(seq);
+    l.acked_once = true;
     if (l.inflight_count == 0)  // skip batches the follower already has
       while (l.next_send_bn < s.window.end_bn() && s.window.desc(l.next_send_bn).last_seq() <= seq)
         ++l.next_send_bn;
@@ -300,6 +301,8 @@ void Leader::link_down(Shard& s, Link& l, std::string_view why) noexcept {
       l.follower, options_.peers[l.follower].to_string(), s.index, why, l.acked_seq.load() + 1);
   l.conn->close();
   l.conn.reset();
+  if (l.acked_once && mono_ns() - l.up_since_ns >= kProvenNs)
+    l.proven.store(true, std::memory_order_release);
   l.up.store(false, std::memory_order_release);
   l.down_since_ns.store(mono_ns(), std::memory_order_release);
   l.reset_flow();

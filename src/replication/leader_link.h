@@ -15,6 +15,10 @@
 
 namespace rdmarepl::replication::detail {
 
+// How long a connection must have been up, with an acknowledgement received, for its loss to
+// restart the reconnect backoff from reconnect_interval (leader_connect.cc).
+inline constexpr uint64_t kProvenNs = 1'000'000'000;
+
 struct InFlight {
   uint64_t last_seq = 0;
   uint64_t ring_consumed = 0;  // 0 for a batch in the large-record buffer
@@ -52,7 +56,13 @@ struct Link {
   uint32_t ship_reply = 0;
   // Control thread only.
   uint64_t next_attempt_ns = 0;
-  uint64_t backoff_ns = 0;  // wait after the last failed attempt; 0 after a success
+  uint64_t backoff_ns = 0;  // wait after the last attempt; 0 once a connection proved itself
+  // Shard lock: when the connection came up, and whether it carried an acknowledgement.
+  uint64_t up_since_ns = 0;
+  bool acked_once = false;
+  // Set when a connection that carried traffic for kProvenNs went down: the next attempt
+  // starts the backoff again from reconnect_interval (read by the control thread).
+  std::atomic<bool> proven{false};
   std::string last_error;
 
   enum class Post : uint8_t {

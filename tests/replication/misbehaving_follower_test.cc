@@ -51,7 +51,7 @@ class ForgedFollower {
   }
 
   // Accepts one leader connection (of any shard).
-  void accept() {
+  void accept(std::chrono::milliseconds timeout = 10s) {
     transport::ConnectionOptions co;
     co.node_id = "forged-follower";
     for (auto& r : regions_) co.regions.push_back(r->remote());
@@ -65,9 +65,14 @@ class ForgedFollower {
     h.applied.assign(options_.shards, 0);
     h.generation.assign(options_.shards, 0);
     co.app_data = replication::detail::encode(h);
-    auto c = listener_->accept(co, 10s);
+    auto c = listener_->accept(co, timeout);
     REQUIRE(c.ok());
     conn_ = std::move(c).value();
+  }
+
+  void close() {
+    conn_->close();
+    conn_.reset();
   }
 
   // Acknowledges `seq` on the accepted connection.
@@ -127,4 +132,37 @@ TEST_CASE("an acknowledgement of records never sent on the connection drops it",
   CHECK(logs.contains("protocol error: acknowledgement of seq 10", "last sent on this connection"));
   CHECK((*leader)->metrics().protocol_errors >= 1);
   CHECK_FALSE((*leader)->committed(last));
+}
+
+TEST_CASE("a follower that fails right after each handshake is retried ever more slowly",
+          "[replication]") {
+  auto fabric = std::make_shared<LoopbackFabric>();
+  ChannelOptions o = test::loopback_options();
+  o.shards = 1;
+  o.max_value_bytes = 4096;
+  o.retain_bytes = 1 << 20;
+  o.reconnect_interval = 10ms;
+  o.reconnect_max_interval = 160ms;
+  o.role = Role::leader;
+  o.node_id = "leader";
+  o.peers.push_back({"loopback", 32101});
+  ForgedFollower forged(fabric, o, 32101);
+  test::MapStore store;
+  auto leader = ReplicationChannel<test::MapStore>::create(
+      o, store, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(leader.ok());
+  // Each connection is closed as soon as it is up. Had a connect reset the backoff, the
+  // leader would come back every reconnect_interval; it doubles the wait instead, up to the
+  // cap. (The gaps are lower bounds: a slow machine only makes them longer.)
+  std::vector<std::chrono::steady_clock::time_point> accepted;
+  for (int i = 0; i < 7; ++i) {
+    forged.accept();
+    accepted.push_back(std::chrono::steady_clock::now());
+    forged.close();
+  }
+  const auto gap = [&](size_t i) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(accepted[i] - accepted[i - 1]);
+  };
+  CHECK(gap(5) >= 100ms);
+  CHECK(gap(6) >= 100ms);
 }

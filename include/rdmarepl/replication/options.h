@@ -151,8 +151,10 @@ struct ChannelOptions {
   // Leader: after a failed connection attempt (or a dropped connection that cannot be
   // re-established at once) the next attempt comes reconnect_interval later; each further
   // consecutive failure doubles the wait, up to reconnect_max_interval, at which a follower
-  // that stays away is then retried (and its failures logged at most that often). A
-  // connection that comes up starts the sequence again.
+  // that stays away is then retried (and its failures logged at most that often). The
+  // sequence starts again only when a connection that carried traffic (an acknowledgement,
+  // and up for at least a second) is lost: one that fails right after its handshake counts
+  // as a failure.
   std::chrono::milliseconds reconnect_interval{100};
   std::chrono::milliseconds reconnect_max_interval{2000};
 
