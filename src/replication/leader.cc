@@ -288,7 +288,9 @@ size_t Leader::poll_link(Shard& s, Link& l) noexcept {
         ++l.next_send_bn;
     l.acked_seq.store(seq, std::memory_order_release);
   }
-  if (reposts != 0 && l.conn->post_recvs(reposts) != transport::PostStatus::ok)
+  if (reposts == 0) return n;
+  l.heard_ns = mono_ns();
+  if (l.conn->post_recvs(reposts) != transport::PostStatus::ok)
     link_down(s, l, "re-posting receives failed");
   return n;
 }
@@ -312,8 +314,21 @@ void Leader::link_down(Shard& s, Link& l, std::string_view why) noexcept {
 
 size_t Leader::progress_locked(Shard& s) noexcept {
   size_t work = 0;
-  for (auto& l : s.links)
-    if (l->up.load(std::memory_order_relaxed)) work += poll_link(s, *l);
+  const uint64_t silent_ns = static_cast<uint64_t>(options_.ack_timeout.count()) * 1'000'000;
+  for (auto& l : s.links) {
+    if (!l->up.load(std::memory_order_relaxed)) continue;
+    work += poll_link(s, *l);
+    if (l->up.load(std::memory_order_relaxed) && l->silent(silent_ns)) {
+      ChannelMetrics::add(metrics_.ack_timeouts);
+      link_down(s, *l,
+                fmt::format("it acknowledged nothing for {} ms with {} batches in flight "
+                            "(ChannelOptions::ack_timeout); treating it as away, so that the "
+                            "retained window no longer waits for it. Look for a slow or "
+                            "blocked Store::apply or sync in the follower's log, or raise "
+                            "ack_timeout",
+                            options_.ack_timeout.count(), l->inflight_count));
+    }
+  }
   if (s.open_active && mono_ns() - s.open_t0 >= live_flush_ns_.load(std::memory_order_relaxed)) {
     seal_open(s);
     ++work;

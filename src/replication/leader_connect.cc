@@ -164,6 +164,7 @@ Status Leader::install(Shard& s, Link& l, std::unique_ptr<transport::Connection>
   ++l.generation;
   l.acked_seq.store(resume, std::memory_order_release);
   l.up_since_ns = mono_ns();
+  l.heard_ns = l.up_since_ns;
   l.acked_once = false;
   l.sent_seq = resume;
   l.up.store(true, std::memory_order_release);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "rdmarepl/core/clock.h"
 #include "rdmarepl/transport/transport.h"
 #include "ring_space.h"
 
@@ -60,6 +61,9 @@ struct Link {
   // Shard lock: when the connection came up, and whether it carried an acknowledgement.
   uint64_t up_since_ns = 0;
   bool acked_once = false;
+  // Shard lock: when the follower last answered on this connection (acknowledgement or
+  // checkpoint reply; install counts as one), for ChannelOptions::ack_timeout.
+  uint64_t heard_ns = 0;
   // Set when a connection that carried traffic for kProvenNs went down: the next attempt
   // starts the backoff again from reconnect_interval (read by the control thread).
   std::atomic<bool> proven{false};
@@ -89,6 +93,12 @@ struct Link {
   // local_addr, length, lkey and extra ones); the rest of the request is filled in here.
   Post post_batch(const transport::WriteRequest& bytes, bool large_batch, uint64_t last_seq,
                   uint64_t wr_id) noexcept;
+  // Whether the follower has batches in flight and answered nothing for more than
+  // `limit_ns` (0: never). A connection shipping a checkpoint is exempt: the
+  // catch-up thread bounds each chunk's wait itself.
+  [[nodiscard]] bool silent(uint64_t limit_ns) const noexcept {
+    return limit_ns != 0 && inflight_count > 0 && !shipping && mono_ns() - heard_ns > limit_ns;
+  }
   // Retires the batches in flight that an acknowledgement of `seq` covers: their ring credit
   // or the large-record buffer is free again.
   void retire(uint64_t seq) noexcept;

@@ -112,6 +112,11 @@ Status check_reconnect_and_callbacks(const ChannelOptions& o) {
         fmt::format("ChannelOptions::reconnect_max_interval = {} ms must be at least "
                     "reconnect_interval = {} ms (and neither negative)",
                     o.reconnect_max_interval.count(), o.reconnect_interval.count()));
+  if (o.ack_timeout.count() < 0)
+    return bad(
+        fmt::format("ChannelOptions::ack_timeout = {} ms is negative; use 0 (never) or "
+                    "a time longer than the slowest apply and sync of a batch",
+                    o.ack_timeout.count()));
   if (o.max_pending_callbacks > (size_t{1} << 24))
     return bad(
         fmt::format("ChannelOptions::max_pending_callbacks = {} is out of range; use "

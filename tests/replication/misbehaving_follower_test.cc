@@ -166,3 +166,46 @@ TEST_CASE("a follower that fails right after each handshake is retried ever more
   CHECK(gap(5) >= 100ms);
   CHECK(gap(6) >= 100ms);
 }
+
+TEST_CASE("a connected follower that never acknowledges does not stall the leader's writes",
+          "[replication]") {
+  auto fabric = std::make_shared<LoopbackFabric>();
+  ChannelOptions o = test::loopback_options();
+  o.shards = 1;
+  o.max_value_bytes = 1024;
+  o.retain_bytes = 256 * 1024;  // filled by a few hundred writes
+  o.ack_mode = AckMode::one;    // the healthy follower suffices
+  o.ack_timeout = 300ms;
+  o.stall_timeout = 5s;
+  o.role = Role::leader;
+  o.node_id = "leader";
+  o.peers.push_back({"loopback", 32102});  // healthy
+  o.peers.push_back({"loopback", 32103});  // connects, then never acknowledges
+  test::MapStore fstore;
+  auto fo = test::loopback_follower(o, 32102);
+  fo.peers.clear();
+  auto follower = ReplicationChannel<test::MapStore>::create(
+      fo, fstore, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(follower.ok());
+  ForgedFollower silent(fabric, o, 32103);
+
+  LogCapture logs;
+  test::MapStore store;
+  auto leader = ReplicationChannel<test::MapStore>::create(
+      o, store, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(leader.ok());
+  silent.accept();
+  // Many times the window: without the timeout the window fills with batches the silent
+  // follower holds and replicate() stalls.
+  const std::string value(900, 'v');
+  Ticket last;
+  for (int i = 0; i < 3000; ++i) {
+    auto w = (*leader)->replicate("k" + std::to_string(i % 50), value);
+    INFO("write " << i << ": " << replication::describe(w.status));
+    REQUIRE(w.ok());
+    last = w.ticket;
+  }
+  REQUIRE((*leader)->wait(last, 10s).ok());
+  CHECK((*leader)->metrics().ack_timeouts >= 1);
+  CHECK(logs.contains("acknowledged nothing for 300 ms", "ChannelOptions::ack_timeout"));
+}

@@ -19,6 +19,7 @@
   X(queue_depth, gauge, "batches", "leader: sealed batches not yet acked by every follower")       \
   X(reconnects, counter, "connections", "connections (re)established after the first")             \
   X(protocol_errors, counter, "events", "bad batches / immediates (connection dropped)")           \
+  X(ack_timeouts, counter, "events", "leader: connections dropped by ack_timeout")                 \
   X(records_applied, counter, "records", "follower: Store::apply calls")                           \
   X(records_skipped, counter, "records", "follower: duplicates skipped after a reconnect")         \
   X(batches_applied, counter, "batches", "follower: batches applied")                              \

@@ -139,6 +139,12 @@ struct ChannelOptions {
   // A replicate() that finds the retained window full (a connected follower is slow) waits
   // for acknowledgements at most this long, then returns WriteStatus::stalled.
   std::chrono::milliseconds stall_timeout{10000};
+  // Leader: a connected follower that has batches in flight and answers nothing for this
+  // long loses its connection, as if it had gone away (away_policy applies; the retained
+  // window no longer waits for it, and it is caught up when it reconnects). Without it one
+  // connected follower that never acknowledges would pin the window and stall every write.
+  // 0: never.
+  std::chrono::milliseconds ack_timeout{30000};
 
   // Leader: callbacks registered with on_commit() / commit_future() that may be pending per
   // shard at once (their storage is allocated at create()).
