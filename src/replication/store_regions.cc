@@ -56,7 +56,12 @@ Status StoreRegions::declare(const void* addr, size_t length) {
                              declared_.size()));
   auto pin = cache_.acquire(addr, length, kRegionAccess);
   if (!pin.ok())
-    return Error(pin.error().code(), fmt::format("register_region: {}", pin.error().message()));
+    return Error(pin.error().code(),
+                 fmt::format("register_region: {}{}", pin.error().message(),
+                             pin.error().is(Errc::too_large)
+                                 ? "; register the region in smaller pieces, one "
+                                   "register_region() each (a value must lie within one piece)"
+                                 : ""));
   auto d = std::make_unique<Declared>();
   d->start = a;
   d->length = length;

@@ -14,6 +14,7 @@
 #include "loopback_options.h"
 #include "loopback_transport.h"
 #include "rdmarepl/rdmarepl.h"
+#include "replication/transport_select.h"
 #include "test_store.h"
 
 using namespace rdmarepl;
@@ -72,14 +73,16 @@ struct Pair {
   MapStore fstore, lstore, expected;
   std::unique_ptr<Channel> follower, leader;
 
-  Pair(ChannelOptions o, bool tcp, uint16_t port, test::WriteHook hook = {}) {
+  // `kind` automatic: the loopback fabric on `port`; tcp or verbs: 127.0.0.1.
+  Pair(ChannelOptions o, TransportKind kind, uint16_t port, test::WriteHook hook = {}) {
+    const bool tcp = kind != TransportKind::automatic;
     if (!tcp) {
       fabric = std::make_shared<LoopbackFabric>();
       fabric->leader_hook = std::move(hook);
     }
     auto fo = test::loopback_follower(o, port);
     if (tcp) {
-      fo.transport = o.transport = TransportKind::tcp;
+      fo.transport = o.transport = kind;
       fo.listen = {"127.0.0.1", 0};
     }
     follower = open(fo, fstore, fabric);
@@ -105,13 +108,11 @@ bool has_message(const Status& st, std::string_view what) {
   return !st.ok() && st.error().message().find(what) != std::string::npos;
 }
 
-}  // namespace
-
-TEST_CASE("values in a registered region are gathered over TCP; others are copied", "[region]") {
-  // The first 2 MiB are registered, the third is not. Values are appended, never
-  // overwritten while a retained batch may still reference them (the lifetime contract).
+// The first 2 MiB are registered, the third is not. Values are appended, never overwritten
+// while a retained batch may still reference them (the lifetime contract).
+void gather_scenario(TransportKind kind) {
   Mapping arena(3 << 20);
-  Pair p(base_options(), true, 0);
+  Pair p(base_options(), kind, 0);
   const uint64_t regs = p.leader->metrics().memory_registrations;
   REQUIRE(p.leader->register_region(arena.base, 2 << 20).ok());
   CHECK(p.leader->metrics().region_registrations == 1);
@@ -152,10 +153,26 @@ TEST_CASE("values in a registered region are gathered over TCP; others are copie
   CHECK(p.leader->metrics().region_cache_misses == 0);
 }
 
+}  // namespace
+
+TEST_CASE("values in a registered region are gathered over TCP; others are copied", "[region]") {
+  gather_scenario(TransportKind::tcp);
+}
+
+// Hidden: needs an RDMA device; run inside the Soft-RoCE VM by the rxe test
+// rxe_zero_copy_verbs (tests/rxe/CMakeLists.txt).
+TEST_CASE("values in a registered region are gathered over verbs", "[region][.verbs]") {
+  if (auto t = replication::select_transport(TransportKind::verbs); !t.ok()) {
+    WARN("skipped: " << t.error().message());
+    return;
+  }
+  gather_scenario(TransportKind::verbs);
+}
+
 TEST_CASE("region values travel as gathered writes on the loopback fabric", "[region]") {
   Mapping arena(1 << 20);
   std::atomic<int> gathered_writes{0};
-  Pair p(base_options(), false, 33000,
+  Pair p(base_options(), TransportKind::automatic, 33000,
          [&](const transport::WriteRequest& wr, std::vector<std::byte>&) {
            if (wr.extra_count > 0) ++gathered_writes;
            return true;
@@ -217,7 +234,7 @@ TEST_CASE("an idle region is released, copied once, registered again and hit", "
   Mapping arena(1 << 20);
   auto o = base_options();
   o.region_idle_timeout = 50ms;
-  Pair p(o, false, 33200);
+  Pair p(o, TransportKind::automatic, 33200);
   REQUIRE(p.leader->register_region(arena.base, arena.size).ok());
   (void)p.leader->observe();  // the observation window starts here
 
