@@ -159,7 +159,7 @@ void gather_scenario(TransportKind kind) {
 
 }  // namespace
 
-TEST_CASE("values in a registered region are gathered over TCP; others are copied", "[region]") {
+TEST_CASE("values in a registered region are gathered over TCP, others are copied", "[region]") {
   gather_scenario(TransportKind::tcp);
 }
 
