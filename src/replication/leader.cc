@@ -173,6 +173,9 @@ WriteResult Leader::write(Op op, std::string_view key, std::string_view value) n
     r.status = WriteStatus::too_large;
     return r;
   }
+  if (op == Op::put && value.size() >= kRegionGatherMinBytes && regions_->any() &&
+      write_from_region(key, value, r))
+    return r;
   const uint32_t shard = shard_of(key, options_.shards);
   Shard& s = *shards_[shard];
   const size_t rec = record_size(key.size(), value.size());

@@ -14,6 +14,7 @@ namespace rdmarepl::replication::detail {
 void Leader::control_loop() noexcept {
   const auto tick = std::chrono::milliseconds(10);
   while (sleep_for(tick)) {
+    regions_->maintain();  // idle registrations released, missed ones registered again
     for (auto& s : shards_)
       for (auto& l : s->links) {
         if (stopping()) return;

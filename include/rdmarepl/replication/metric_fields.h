@@ -30,7 +30,15 @@
   X(tuner_decisions, counter, "events", "decisions made by the channel's tuner")                   \
   X(followers, gauge, "followers", "leader: followers configured (per-follower entries used)")     \
   X(memory_registrations, counter, "registrations",                                                \
-    "memory registrations made; all at create(), none on the data path")
+    "memory registrations made; all at create(), none on the data path")                           \
+  X(region_values_gathered, counter, "records",                                                    \
+    "leader: replicate() values sent by gather from a registered store region")                    \
+  X(region_cache_hits, counter, "records",                                                         \
+    "leader: values in a store region whose registration was cached (gathered)")                   \
+  X(region_cache_misses, counter, "records",                                                       \
+    "leader: values in a store region released while idle (copied; registered again)")             \
+  X(region_registrations, counter, "registrations",                                                \
+    "leader: store regions registered (register_region(), again after an idle release)")
 
 // X(name, unit, help): a metrics::Histogram (snapshot: count, sum, max, percentiles).
 #define RDMAREPL_CHANNEL_HISTOGRAMS(X)                    \

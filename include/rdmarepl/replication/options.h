@@ -133,6 +133,10 @@ struct ChannelOptions {
   // the values of every zero-copy batch still in the retained windows, rounded up to their
   // size class (a power of two), plus the Buffers the store holds.
   size_t zero_copy_pool_bytes = 16 * 1024 * 1024;
+  // Leader: a store region (register_region()) from which no value was replicated for this
+  // long loses its registration (the control thread releases it; the next value from it is
+  // copied and the region registered again). 10 ms .. 24 h.
+  std::chrono::milliseconds region_idle_timeout{std::chrono::seconds(300)};
   // Batches in flight per connection (bounded by posted receives on the peer).
   uint32_t queue_depth = 256;
 
