@@ -254,9 +254,9 @@ void TcpConnection::progress_send() noexcept {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       int err = errno;
       fail(Error(Errc::connection_closed,
-                 fmt::format("sending to {} failed: {}; the peer is gone or reset the connection, "
-                             "check its log and reconnect",
-                             peer_name_, std::strerror(err))),
+                 fmt::format("sending to {} failed: the TCP connection broke ({}); the peer is "
+                             "gone or reset the connection, check its log and reconnect",
+                             peer_name_, errno_text(err))),
            sq_retired_ + 1, WcStatus::retry_exceeded);
       return;
     }
@@ -364,10 +364,12 @@ void TcpConnection::progress_recv() noexcept {
     }
     uint64_t outstanding = sq_posted_ - sq_retired_;
     fail(Error(Errc::connection_closed,
-               fmt::format("{} {} the connection {}{}; {} of our writes were unacknowledged; "
-                           "check the peer's log and reconnect",
-                           peer_name_, err == 0 ? "closed" : "broke", what,
-                           err == 0 ? "" : fmt::format(" ({})", std::strerror(err)), outstanding)),
+               fmt::format("{} {} {}; {} of our writes were unacknowledged; check the peer's "
+                           "log and reconnect",
+                           peer_name_,
+                           err == 0 ? std::string("closed the TCP connection (EOF)")
+                                    : fmt::format("broke the TCP connection ({})", errno_text(err)),
+                           what, outstanding)),
          outstanding > 0 ? sq_retired_ + 1 : 0, WcStatus::retry_exceeded);
     return;
   }
@@ -551,7 +553,7 @@ void TcpConnection::refuse(NakSyndrome syndrome, Errc code, std::string violatio
     h.encode(nak);
     send_blocking(fd_.get(), nak, sizeof nak, deadline);
   }
-  fail(Error(code, fmt::format("{} {}; the connection was closed", peer_name_, violation)), 0,
+  fail(Error(code, fmt::format("{} {}; the TCP connection was closed", peer_name_, violation)), 0,
        WcStatus::flushed);
 }
 
