@@ -90,7 +90,7 @@ TEST_CASE("doctor: an rxe-like port passes and its MTU without jumbo frames warn
   CHECK(check_mtus(devices, root)[0].verdict == Verdict::pass);
 }
 
-TEST_CASE("doctor: a port that is down, and a GID table without RoCE v2, fail", "[doctor]") {
+TEST_CASE("doctor: a port that is down and a GID table without RoCE v2 fail", "[doctor]") {
   FakeTree t;
   t.add_roce_port("mlx5_0", "DOWN", "ens1", 9000, /*with_v2=*/false);
   auto devices = read_sysfs_devices(SysRoot(t.root()));
@@ -104,7 +104,7 @@ TEST_CASE("doctor: a port that is down, and a GID table without RoCE v2, fail", 
   CHECK(has(gid, "no RoCE v2 entry"));
 }
 
-TEST_CASE("doctor: device limits below the channel's needs fail, naming the option", "[doctor]") {
+TEST_CASE("doctor: device limits below the channel's needs fail and name the option", "[doctor]") {
   FakeTree t;
   t.add_roce_port("rxe0", "ACTIVE", "eth0", 9000);
   auto devices = read_sysfs_devices(SysRoot(t.root()));
@@ -144,7 +144,7 @@ TEST_CASE("doctor: an InfiniBand port needs no GID and wants MTU 4096", "[doctor
   CHECK(check_mtus(ds, SysRoot(t.root()))[0].verdict == Verdict::pass);
 }
 
-TEST_CASE("doctor: memlock below the pool fails, or warns under CAP_IPC_LOCK", "[doctor]") {
+TEST_CASE("doctor: memlock below the pool fails or warns under CAP_IPC_LOCK", "[doctor]") {
   FakeTree t;
   SysRoot root(t.root());
   const auto needs = leader_needs();
@@ -159,7 +159,7 @@ TEST_CASE("doctor: memlock below the pool fails, or warns under CAP_IPC_LOCK", "
   CHECK(check_memlock(root, 64 * 1024, needs).verdict == Verdict::warn);
 }
 
-TEST_CASE("doctor: huge pages, overcommit, irqbalance and the governor", "[doctor]") {
+TEST_CASE("doctor: huge pages and overcommit and irqbalance and the governor", "[doctor]") {
   FakeTree t;
   SysRoot root(t.root());
   const auto needs = leader_needs();  // 272 MiB: 136 pages of 2 MiB

@@ -36,7 +36,7 @@ bool has_line(const std::string& out, const std::string& pattern) {
 
 }  // namespace
 
-TEST_CASE("doctor on this host: one line per check, RDMA checks fail without a device",
+TEST_CASE("doctor on this host: one line per check and RDMA checks fail without a device",
           "[doctor][host]") {
   const bool rdma = std::filesystem::exists("/sys/class/infiniband") &&
                     !std::filesystem::is_empty("/sys/class/infiniband");

@@ -35,6 +35,19 @@ bool send_blocking(int fd, const uint8_t* p, size_t len, Deadline deadline) noex
   return true;
 }
 
+// The NAK in TCP's own words (the completion status stays the verbs-style one).
+std::string_view nak_text(NakSyndrome s) noexcept {
+  switch (s) {
+    case NakSyndrome::remote_access:
+      return "remote access refused: rkey unknown, region not writable or range outside it";
+    case NakSyndrome::not_ready:
+      return "receiver not ready (RNR)";
+    case NakSyndrome::invalid_request:
+      return "invalid request";
+  }
+  return "unknown syndrome";
+}
+
 WcStatus status_of(NakSyndrome s) noexcept {
   switch (s) {
     case NakSyndrome::remote_access:
@@ -411,8 +424,9 @@ bool TcpConnection::start_frame() noexcept {
       Errc code = syndrome == NakSyndrome::remote_access ? Errc::remote_access
                   : syndrome == NakSyndrome::not_ready   ? Errc::busy
                                                          : Errc::protocol_error;
-      fail(Error(code, fmt::format("{} refused our write seq {} (wr_id {}): {}; {}", peer_name_,
-                                   in_.seq, wr_id, to_string(st), wc_status_advice(st))),
+      fail(Error(code,
+                 fmt::format("{} refused our write seq {} (wr_id {}) with a TCP NAK: {}; {}",
+                             peer_name_, in_.seq, wr_id, nak_text(syndrome), wc_status_advice(st))),
            in_.seq, st);
       return false;
     }
