@@ -92,4 +92,6 @@ TEST_CASE("doctor: write-with-immediate round trip to its own listener over TCP"
   CHECK(refused.status == 1);
   auto bad = run("--peer nonsense");
   CHECK(has_line(bad.out, "^FAIL peer nonsense: 'nonsense' is not host:port"));
+  CHECK(run("--transport carrier-pigeon").status == 2);  // bad usage
+  CHECK(run("--help").status == 0);
 }

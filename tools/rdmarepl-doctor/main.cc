@@ -142,7 +142,11 @@ int main(int argc, char** argv) {
   app.add_flag("--json", a.json, "print the checks as a JSON array");
   app.add_option("--root", a.root, "read sysfs and procfs under this directory (a copied tree)")
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   if (!a.listen.empty()) {
     auto where = parse_endpoint(a.listen);
