@@ -178,29 +178,21 @@ tuning::KnobBounds live_bounds(uint32_t shards, uint64_t retain_bytes) {
   return b;
 }
 
-Result<kvdemo::RunConfig> live_config(const kvdemo::Flags& flags) {
+Result<kvdemo::RunConfig> live_config(const LiveArgs& args) {
   kvdemo::RunConfig c;
   c.shards = 2;
   c.retain_bytes = 16u << 20;
-  c.followers = 1;
   c.polling = replication::PollingMode::blocking;
   c.leader_polling = replication::PollingMode::sleep;
   c.digest_only_store = true;
   c.workload.value_min = 64;
   c.workload.value_max = 16384;
-  if (flags.has("transport")) {
-    auto t = parse_enum<replication::TransportKind>(flags.get("transport"), "--transport");
-    if (!t) return std::move(t).error();
-    c.transport = *t;
-  }
-  if (flags.has("ack")) {
-    auto a = parse_enum<replication::AckMode>(flags.get("ack"), "--ack");
-    if (!a) return std::move(a).error();
-    c.ack = *a;
-  }
-  auto f = flags.get_u64("followers", 1);
-  if (!f) return std::move(f).error();
-  c.followers = static_cast<uint32_t>(*f);
+  c.transport = args.transport;
+  c.ack = args.ack;
+  if (args.followers < 1 || args.followers > replication::kMaxFollowers)
+    return Error(Errc::invalid_argument, fmt::format("--followers {} is out of range; use 1..{}",
+                                                     args.followers, replication::kMaxFollowers));
+  c.followers = args.followers;
   return c;
 }
 

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "child_process.h"
-#include "flags.h"
 #include "kv_store.h"
 #include "rdmarepl/rdmarepl.h"
 #include "run_config.h"
@@ -30,6 +29,28 @@ struct LiveWorkload {
   uint32_t value_max = 1024;
   uint32_t key_size = 16;
   uint64_t keyspace = 100'000;
+};
+
+// The command line of the tuning runs (--sweep, --phased; rdmarepl-bench --help). A zero
+// window_ms means the mode's default (200 ms for --sweep, 250 ms for --phased).
+struct LiveArgs {
+  replication::TransportKind transport = replication::TransportKind::automatic;
+  replication::AckMode ack = replication::AckMode::all;
+  uint32_t followers = 1;
+  std::vector<uint64_t> sweep_values = {64, 1024, 4096, 16384};
+  std::vector<uint64_t> sweep_rates = {2, 8, 32, 128};
+  uint64_t sweep_windows = 40;
+  uint64_t window_ms = 0;
+  uint64_t seed = 1;
+  std::string sweep_out = "sweep.csv";
+  uint64_t rate = 20;
+  uint64_t phase_windows = 20;
+  uint64_t grid_windows = 8;
+  uint64_t warmup_windows = 8;
+  uint64_t latency_target_us = 20000;
+  uint64_t tuner_period_ms = 250;
+  std::string model;
+  std::string phased_csv = "phased.csv";
 };
 
 // One measured window.
@@ -91,7 +112,7 @@ tuning::KnobBounds live_bounds(uint32_t shards, uint64_t retain_bytes);
 // The cluster shape shared by --sweep and --phased: 2 shards, a 16 MiB retained window per
 // shard, values up to 16 KiB, followers blocking in their poller, the leader with a
 // sleeping poller (its knobs then move it). Flags: --transport, --followers, --ack.
-Result<kvdemo::RunConfig> live_config(const kvdemo::Flags& flags);
+Result<kvdemo::RunConfig> live_config(const LiveArgs& args);
 replication::ChannelOptions live_leader_options(const kvdemo::RunConfig& config);
 
 }  // namespace rdmarepl::bench

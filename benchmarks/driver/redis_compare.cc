@@ -9,8 +9,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "json_writer.h"
-
 namespace rdmarepl::bench {
 
 Result<RedisResult> run_redis(const RedisRun& run) {
@@ -39,19 +37,25 @@ Result<RedisResult> run_redis(const RedisRun& run) {
                                              run.script, code));
   }
   RedisResult r;
-  r.json = ss.str();
-  while (!r.json.empty() && (r.json.back() == '\n' || r.json.back() == ' ')) r.json.pop_back();
-  r.ops_per_sec = kvdemo::json_number(r.json, "ops_per_sec");
-  r.mb_per_sec = kvdemo::json_number(r.json, "mb_per_sec");
-  r.seconds = kvdemo::json_number(r.json, "seconds");
-  r.cpu_seconds = kvdemo::json_number(r.json, "cpu_seconds");
-  r.avg_us = kvdemo::json_number(r.json, "avg");
-  r.p50_us = kvdemo::json_number(r.json, "p50");
-  r.p99_us = kvdemo::json_number(r.json, "p99");
-  r.verified = kvdemo::json_true(r.json, "verified");
+  try {
+    r.json = nlohmann::json::parse(ss.str());
+    const auto& lat = r.json.at("latency_us");
+    r.ops_per_sec = r.json.at("ops_per_sec").get<double>();
+    r.mb_per_sec = r.json.value("mb_per_sec", 0.0);
+    r.seconds = r.json.value("seconds", 0.0);
+    r.cpu_seconds = r.json.value("cpu_seconds", 0.0);
+    r.avg_us = lat.value("avg", 0.0);
+    r.p50_us = lat.value("p50", 0.0);
+    r.p99_us = lat.value("p99", 0.0);
+    r.verified = r.json.value("verified", false);
+  } catch (const nlohmann::json::exception& e) {
+    return Error(Errc::protocol_error,
+                 fmt::format("the Redis script's result is not the JSON it should print ({}): '{}'",
+                             e.what(), ss.str()));
+  }
   if (!(r.ops_per_sec > 0)) {
     return Error(Errc::protocol_error,
-                 "the Redis script's result has no ops_per_sec: '" + r.json + "'");
+                 "the Redis script's result has no ops_per_sec: '" + r.json.dump() + "'");
   }
   return r;
 }

@@ -4,12 +4,14 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "rdmarepl/core/result.h"
 
 namespace rdmarepl::bench {
 
 struct RedisResult {
-  std::string json;  // the script's whole JSON object
+  nlohmann::json json;  // the script's whole JSON object
   double ops_per_sec = 0;
   double mb_per_sec = 0;
   double seconds = 0;

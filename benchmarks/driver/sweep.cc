@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <random>
-#include <sstream>
 
 #include "live_cluster.h"
 #include "rdmarepl/tuning/dataset.h"
@@ -15,19 +14,6 @@
 namespace rdmarepl::bench {
 
 namespace {
-
-Result<std::vector<uint64_t>> parse_list(const std::string& text, std::string_view what) {
-  std::vector<uint64_t> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    auto v = kvdemo::parse_count(item, what);
-    if (!v) return std::move(v).error();
-    out.push_back(*v);
-  }
-  if (out.empty()) return Error(Errc::invalid_argument, fmt::format("{} is empty", what));
-  return out;
-}
 
 // One step of the walk: 60% a single move of the kind the XGBoost tuner considers (a
 // multiplicative knob x2 or /2, shards +-1, another polling mode), 40% a fresh random point
@@ -79,23 +65,18 @@ tuning::Knobs next_knobs(const tuning::Knobs& cur, const tuning::KnobBounds& b,
 
 }  // namespace
 
-int run_sweep(const kvdemo::Flags& flags) {
+int run_sweep(const LiveArgs& args) {
   auto fail = [](const std::string& msg) {
     fmt::print(stderr, "rdmarepl-bench --sweep: {}\n", msg);
     return 2;
   };
-  auto config = live_config(flags);
+  auto config = live_config(args);
   if (!config) return fail(config.error().message());
-  auto values = parse_list(flags.get("sweep-values", "64,1024,4096,16384"), "--sweep-values");
-  auto rates = parse_list(flags.get("sweep-rates", "2,8,32,128"), "--sweep-rates");
-  auto windows = flags.get_u64("sweep-windows", 40);
-  auto window_ms = flags.get_u64("window-ms", 200);
-  auto seed = flags.get_u64("seed", 1);
-  if (!values) return fail(values.error().message());
-  if (!rates) return fail(rates.error().message());
-  if (!windows || !window_ms || !seed || *windows < 3 || *window_ms == 0)
-    return fail("--sweep-windows must be >= 3 and --window-ms positive");
-  const std::string out = flags.get("sweep-out", "sweep.csv");
+  const uint64_t window_ms = args.window_ms != 0 ? args.window_ms : 200;
+  if (args.sweep_windows < 3) return fail("--sweep-windows must be >= 3");
+  if (args.sweep_values.empty() || args.sweep_rates.empty())
+    return fail("--sweep-values and --sweep-rates need at least one entry");
+  const std::string& out = args.sweep_out;
 
   auto leader = live_leader_options(*config);
   const auto bounds = live_bounds(leader.shards, leader.retain_bytes);
@@ -103,14 +84,14 @@ int run_sweep(const kvdemo::Flags& flags) {
   if (!cluster) return fail(cluster.error().to_string());
   LiveCluster& c = **cluster;
   fmt::print("sweep: {} value sizes x {} rates x {} windows of {} ms, {} follower(s) over {}\n",
-             values->size(), rates->size(), *windows, *window_ms, config->followers,
-             c.channel().transport_name());
+             args.sweep_values.size(), args.sweep_rates.size(), args.sweep_windows, window_ms,
+             config->followers, c.channel().transport_name());
 
-  std::mt19937_64 rng(*seed);
+  std::mt19937_64 rng(args.seed);
   std::vector<tuning::Sample> rows;
-  const auto win = std::chrono::milliseconds(*window_ms);
-  for (uint64_t v : *values)
-    for (uint64_t r : *rates) {
+  const auto win = std::chrono::milliseconds(window_ms);
+  for (uint64_t v : args.sweep_values)
+    for (uint64_t r : args.sweep_rates) {
       LiveWorkload w;
       w.offered_mb_s = static_cast<double>(r);
       w.value_min = w.value_max = static_cast<uint32_t>(v);
@@ -120,7 +101,7 @@ int run_sweep(const kvdemo::Flags& flags) {
       tuning::Knobs under = tuning::clamp(c.channel().knobs(), bounds);
       LiveWindow prev = c.measure(win);
       double mb = 0, p99 = 0;
-      for (uint64_t i = 1; i < *windows; ++i) {
+      for (uint64_t i = 1; i < args.sweep_windows; ++i) {
         const tuning::Knobs want = next_knobs(under, bounds, rng);
         if (auto st = c.channel().apply_knobs(want); !st.ok()) return fail(st.error().message());
         const tuning::Knobs applied = tuning::clamp(c.channel().knobs(), bounds);
@@ -133,7 +114,7 @@ int run_sweep(const kvdemo::Flags& flags) {
       }
       fmt::print(
           "  value {:>6} B, offered {:>4} MB/s: mean {:7.2f} MB/s, worst window p99 {:9.0f} us\n",
-          v, r, mb / static_cast<double>(*windows - 1), p99);
+          v, r, mb / static_cast<double>(args.sweep_windows - 1), p99);
       std::fflush(stdout);
     }
   auto verified = c.finish(std::chrono::seconds(120));

@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -180,10 +181,12 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   uint64_t writes = 20000;
   int rounds = 5;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--writes") == 0) writes = std::strtoull(argv[i + 1], nullptr, 10);
-    if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::atoi(argv[i + 1]);
-  }
+  CLI::App app{"rdmarepl-bench-zero-copy: leader CPU per write, copied vs zero-copy values"};
+  app.add_option("--writes", writes, "writes per round")->capture_default_str();
+  app.add_option("--rounds", rounds, "rounds (the median is shown)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
   fmt::print(
       "value | mode | leader CPU us/write (median of {} rounds) | of which writer | writes/s | "
       "fallbacks (zero-copy) or gathered (region)\n",

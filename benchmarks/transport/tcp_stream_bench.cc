@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -241,18 +242,11 @@ double transport_round(const Args& a) {
 
 int main(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i];
-    auto v = std::stoull(argv[i + 1]);
-    if (k == "--size")
-      a.size = v;
-    else if (k == "--total")
-      a.total = v;
-    else if (k == "--rounds")
-      a.rounds = static_cast<int>(v);
-    else
-      die("unknown option " + k + " (options: --size --total --rounds)");
-  }
+  CLI::App app{"rdmarepl-bench-transport: the TCP transport vs a plain TCP stream"};
+  app.add_option("--size", a.size, "bytes per message")->capture_default_str();
+  app.add_option("--total", a.total, "bytes per round")->capture_default_str();
+  app.add_option("--rounds", a.rounds, "rounds (best of each)")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
   if (a.size == 0 || a.size > kRingBytes / 4 || a.total < a.size) die("bad --size/--total");
   fmt::print(
       "TCP transport vs plain TCP stream, loopback, two processes, {} KiB messages, "

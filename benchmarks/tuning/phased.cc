@@ -100,29 +100,23 @@ Result<StrategyRun> run_phases(const std::string& name, const kvdemo::RunConfig&
 
 }  // namespace
 
-int run_phased(const kvdemo::Flags& flags) {
+int run_phased(const LiveArgs& args) {
   auto fail = [](const std::string& msg) {
     fmt::print(stderr, "rdmarepl-bench --phased: {}\n", msg);
     return 2;
   };
-  auto config = live_config(flags);
+  auto config = live_config(args);
   if (!config) return fail(config.error().message());
-  auto rate = flags.get_u64("rate", 20);
-  auto windows = flags.get_u64("phase-windows", 20);
-  auto window_ms = flags.get_u64("window-ms", 250);
-  auto grid_windows = flags.get_u64("grid-windows", 8);
-  auto target = flags.get_u64("latency-target-us", 20000);
-  auto period = flags.get_u64("tuner-period-ms", 250);
-  auto warmup = flags.get_u64("warmup-windows", 8);
-  if (!rate || !windows || !window_ms || !grid_windows || !target || !period || !warmup)
-    return fail("bad numeric flag");
-  const std::string csv_path = flags.get("phased-csv", "phased.csv");
-  const std::string model = flags.get("model", "");
+  const uint64_t window_ms = args.window_ms != 0 ? args.window_ms : 250;
+  if (args.rate == 0 || args.phase_windows == 0 || args.tuner_period_ms == 0)
+    return fail("--rate, --phase-windows and --tuner-period-ms must be positive");
+  const std::string& csv_path = args.phased_csv;
+  const std::string& model = args.model;
   std::ofstream csv(csv_path);
   csv << "strategy,phase,phase_name,t_s,p50_us,p99_us,mb_s,knobs\n";
 
-  const auto phases = phases_for(static_cast<double>(*rate));
-  const auto win = std::chrono::milliseconds(*window_ms);
+  const auto phases = phases_for(static_cast<double>(args.rate));
+  const auto win = std::chrono::milliseconds(window_ms);
   const auto base = live_leader_options(*config);
   const auto bounds = live_bounds(base.shards, base.retain_bytes);
   std::vector<StrategyRun> runs;
@@ -138,7 +132,8 @@ int run_phased(const kvdemo::Flags& flags) {
     o.poll_interval = defaults.poll_interval;
     fmt::print("static-default ...\n");
     std::fflush(stdout);
-    auto r = run_phases("static-default", *config, o, phases, *windows, *warmup, win, csv, t_off);
+    auto r = run_phases("static-default", *config, o, phases, args.phase_windows,
+                        args.warmup_windows, win, csv, t_off);
     if (!r) return fail(r.error().to_string());
     runs.push_back(*r);
   }
@@ -148,12 +143,13 @@ int run_phased(const kvdemo::Flags& flags) {
     o.tuning.enabled = true;
     o.tuning.tuner = tuner;
     o.tuning.bounds = bounds;
-    o.tuning.period = std::chrono::milliseconds(*period);
-    o.tuning.latency_target_p99_us = static_cast<double>(*target);
+    o.tuning.period = std::chrono::milliseconds(args.tuner_period_ms);
+    o.tuning.latency_target_p99_us = static_cast<double>(args.latency_target_us);
     if (!model.empty()) o.tuning.xgboost.model_path = model;
     fmt::print("{} ...\n", tuner);
     std::fflush(stdout);
-    auto r = run_phases(tuner, *config, o, phases, *windows, *warmup, win, csv, t_off);
+    auto r = run_phases(tuner, *config, o, phases, args.phase_windows, args.warmup_windows, win,
+                        csv, t_off);
     if (!r) return fail(r.error().to_string());
     runs.push_back(*r);
   }
@@ -175,7 +171,7 @@ int run_phased(const kvdemo::Flags& flags) {
       if (!cluster) return fail(cluster.error().to_string());
       LiveCluster& c = **cluster;
       c.set_workload(phases[p].workload);
-      for (uint64_t i = 0; i < *warmup; ++i) (void)c.measure(win);
+      for (uint64_t i = 0; i < args.warmup_windows; ++i) (void)c.measure(win);
       PhaseResult winner;
       std::string winner_knobs;
       const double ws = static_cast<double>(win.count()) / 1e3;
@@ -183,7 +179,7 @@ int run_phased(const kvdemo::Flags& flags) {
         if (auto st = c.channel().apply_knobs(k); !st.ok()) return fail(st.error().message());
         (void)c.measure(win);  // settle
         PhaseResult r;
-        for (uint64_t i = 0; i < *grid_windows; ++i) r.add(c.measure(win), ws);
+        for (uint64_t i = 0; i < args.grid_windows; ++i) r.add(c.measure(win), ws);
         const bool better = winner.seconds == 0 || r.mb_s() > winner.mb_s() * 1.02 ||
                             (r.mb_s() >= winner.mb_s() * 0.98 && r.us(0.99) < winner.us(0.99));
         if (better) {
@@ -201,8 +197,8 @@ int run_phased(const kvdemo::Flags& flags) {
   }
 
   // Table.
-  fmt::print("\nphases: L = {} MB/s offered; {} windows of {} ms per phase\n", *rate, *windows,
-             *window_ms);
+  fmt::print("\nphases: L = {} MB/s offered; {} windows of {} ms per phase\n", args.rate,
+             args.phase_windows, window_ms);
   fmt::print("{:<15} {:<11} {:>8} {:>10} {:>10} {:>10}  {}\n", "strategy", "phase", "MB/s",
              "p50 us", "p99 us", "p999 us", "setting (best-static)");
   for (const auto& r : runs) {

@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -51,45 +52,38 @@ struct Args {
   std::string pmem = RDMAREPL_HAVE_PMEM != 0 ? "force" : "off";
 };
 
-[[noreturn]] void usage(const char* argv0) {
-  std::fprintf(stderr,
-               "usage: %s [--dir PATH] [--append-mib N] [--batch-bytes N] [--segment-mib N]\n"
-               "          [--max-threads N] [--seconds S] [--recovery-mib N] [--repeat N]\n"
-               "          [--only append|group|recovery] [--pmem force|real|off]\n",
-               argv0);
-  std::exit(2);
-}
-
+// The command line (CLI11); exits with 0 after --help, 2 on bad usage.
 Args parse(int argc, char** argv) {
   Args a;
   const char* tmp = std::getenv("TMPDIR");
   a.dir = tmp != nullptr ? tmp : "/tmp";
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    if (i + 1 >= argc) usage(argv[0]);
-    std::string v = argv[++i];
-    if (k == "--dir")
-      a.dir = v;
-    else if (k == "--append-mib")
-      a.append_mib = std::stoull(v);
-    else if (k == "--batch-bytes")
-      a.batch_bytes = std::stoull(v);
-    else if (k == "--segment-mib")
-      a.segment_mib = std::stoull(v);
-    else if (k == "--max-threads")
-      a.max_threads = std::stoi(v);
-    else if (k == "--seconds")
-      a.seconds = std::stod(v);
-    else if (k == "--recovery-mib")
-      a.recovery_mib = std::stoull(v);
-    else if (k == "--repeat")
-      a.repeat = std::max(1, std::stoi(v));
-    else if (k == "--only" && (v == "append" || v == "group" || v == "recovery"))
-      a.only = v;
-    else if (k == "--pmem" && (v == "force" || v == "real" || v == "off"))
-      a.pmem = v;
-    else
-      usage(argv[0]);
+  CLI::App app{"rdmarepl-bench-wal: WAL append, group-commit and recovery throughput"};
+  app.add_option("--dir", a.dir, "parent of the scratch directory")->capture_default_str();
+  app.add_option("--append-mib", a.append_mib, "MiB appended per run of table 1")
+      ->capture_default_str();
+  app.add_option("--batch-bytes", a.batch_bytes, "bytes per appended batch")->capture_default_str();
+  app.add_option("--segment-mib", a.segment_mib, "segment size")->capture_default_str();
+  app.add_option("--max-threads", a.max_threads, "most writer threads of the group-commit table")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--seconds", a.seconds, "seconds per group-commit configuration")
+      ->capture_default_str();
+  app.add_option("--recovery-mib", a.recovery_mib, "MiB of log read back by the recovery table")
+      ->capture_default_str();
+  app.add_option("--repeat", a.repeat, "runs per cell (the median is shown)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--only", a.only, "run one table alone")
+      ->check(CLI::IsMember({"append", "group", "recovery"}));
+  app.add_option("--pmem", a.pmem,
+                 "the pmem column of table 1: force (PMEM_IS_PMEM_FORCE=1), real (--dir on a DAX "
+                 "file system) or off")
+      ->check(CLI::IsMember({"force", "real", "off"}))
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e) == 0 ? 0 : 2);
   }
   return a;
 }

@@ -98,6 +98,12 @@ std::string_view errno_advice(int err) noexcept {
   }
 }
 
+std::string errno_text(int err) {
+  const char* name = ::strerrorname_np(err);
+  if (name == nullptr) return fmt::format("errno {}: {}", err, std::strerror(err));
+  return fmt::format("{}: {}", name, std::strerror(err));
+}
+
 Error errno_error(int err, std::string_view what) {
   std::error_code code(err, std::generic_category());
   auto advice = errno_advice(err);

@@ -265,8 +265,7 @@ size_t Follower::poll_shard(Shard& s) noexcept {
   for (size_t i = 0; i < n; ++i) {
     const auto& c = wc[i];
     if (c.status != transport::WcStatus::success) {
-      drop(s, fmt::format("{} ({})", transport::to_string(c.status),
-                          transport::wc_status_advice(c.status)));
+      drop(s, transport::failure_reason(*s.conn, c.status));
       return n;
     }
     if (c.opcode != transport::WcOpcode::recv_rdma_with_imm) continue;  // our acks

@@ -232,8 +232,9 @@ void Leader::send_pending(Shard& s) noexcept {
       if (r == Link::Post::queue_full) break;
       if (r != Link::Post::posted) {
         link_down(s, l,
-                  r == Link::Post::disconnected ? "the connection failed"
-                                                : "a write request was refused");
+                  r == Link::Post::disconnected
+                      ? transport::failure_reason(*l.conn, transport::WcStatus::flushed)
+                      : std::string("a write request was refused"));
         break;
       }
       ++l.next_send_bn;
@@ -251,9 +252,7 @@ size_t Leader::poll_link(Shard& s, Link& l) noexcept {
   for (size_t i = 0; i < n; ++i) {
     const auto& c = wc[i];
     if (c.status != transport::WcStatus::success) {
-      link_down(s, l,
-                fmt::format("{} ({})", transport::to_string(c.status),
-                            transport::wc_status_advice(c.status)));
+      link_down(s, l, transport::failure_reason(*l.conn, c.status));
       return n;
     }
     if (c.opcode != transport::WcOpcode::recv_rdma_with_imm) continue;

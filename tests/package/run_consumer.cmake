@@ -39,3 +39,12 @@ if(NOT out MATCHES "the follower holds 1000 keys, identical to the leader's")
   message(FATAL_ERROR "embed_minimal ran but did not report 1000 replicated keys identical to "
                       "the leader's; it printed:\n${out}")
 endif()
+
+# The operations check-list ships with the package and runs from the install.
+if(NOT EXISTS ${prefix}/bin/rdmarepl-doctor)
+  message(FATAL_ERROR "rdmarepl-doctor was not installed to ${prefix}/bin")
+endif()
+run(doctor_help ${prefix}/bin/rdmarepl-doctor --help)
+if(NOT doctor_help MATCHES "PASS / WARN / FAIL")
+  message(FATAL_ERROR "the installed rdmarepl-doctor --help printed:\n${doctor_help}")
+endif()

@@ -14,6 +14,7 @@
 #include <random>
 #include <thread>
 
+#include "log_capture.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/metrics/histogram.h"
 #include "rdmarepl/rdmarepl.h"
@@ -290,8 +291,14 @@ TEST_CASE("a killed follower process restarts empty and is caught up", "[integra
   const Load load{2, 10'000, 4 << 10, 500};
   run_load(*leader, model, load, 50);
   const uint16_t port = nodes[1]->port();
+  test::LogCapture logs;
   nodes[1]->kill();
   run_load(*leader, model, load, 51);  // ack=one: the surviving follower keeps writes going
+  // The leader reports the kill in TCP's words (EOF or a reset), not as a verbs status.
+  const bool tcp_cause = logs.contains("connection dropped", "closed the TCP connection (EOF)") ||
+                         logs.contains("connection dropped", "broke the TCP connection (E");
+  CHECK(tcp_cause);
+  CHECK_FALSE(logs.contains("connection dropped", "IBV_WC"));
   nodes[1] = std::make_unique<NodeProcess>(o, port);
   run_load(*leader, model, load, 52);
   require_same(*leader, model, nodes);

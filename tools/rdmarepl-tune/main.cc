@@ -6,13 +6,12 @@
 //   rdmarepl-tune eval --data DATASET.csv --model MODEL.json
 //
 // The dataset format is documented in docs/tuning.md. Exit status: 0 success, 1 failure
-// (with a message on stderr), 2 bad usage.
+// (with a message on stderr), 2 bad usage. Arguments are parsed with CLI11.
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -26,37 +25,29 @@ namespace {
 using namespace rdmarepl;
 using namespace rdmarepl::tuning;
 
-constexpr const char* kUsage =
-    "usage:\n"
-    "  rdmarepl-tune generate --rows N [--seed S] --out DATASET.csv\n"
-    "      write N rows of synthetic training data (docs/tuning.md, \"Synthetic data\")\n"
-    "  rdmarepl-tune train --data DATASET.csv --out MODEL.json [--holdout 0.2] [--rounds 60]\n"
-    "                      [--depth 6] [--eta 0.2] [--seed 1] [--threads 1]\n"
-    "      train on all but a held-out share of the rows, print the held-out error, save\n"
-    "  rdmarepl-tune eval --data DATASET.csv --model MODEL.json\n"
-    "      print the model's error on every row of the dataset\n";
-
-struct Args {
-  std::string command;
-  std::map<std::string, std::string> opts;
+struct GenerateArgs {
+  size_t rows = 0;
+  uint64_t seed = 1;
+  std::string out;
 };
 
-int usage(const std::string& why) {
-  std::fprintf(stderr, "rdmarepl-tune: %s\n%s", why.c_str(), kUsage);
-  return 2;
-}
+struct TrainArgs {
+  std::string data, out;
+  double holdout = 0.2;
+  int rounds = 60;
+  int depth = 6;
+  double eta = 0.2;
+  uint64_t seed = 1;
+  int threads = 1;
+};
+
+struct EvalArgs {
+  std::string data, model;
+};
 
 int fail(const Error& e) {
   std::fprintf(stderr, "rdmarepl-tune: %s\n", e.message().c_str());
   return 1;
-}
-
-bool number(const Args& a, const std::string& key, double& out) {
-  auto it = a.opts.find(key);
-  if (it == a.opts.end()) return true;
-  char* end = nullptr;
-  out = std::strtod(it->second.c_str(), &end);
-  return end != it->second.c_str() && *end == '\0';
 }
 
 void print_report(const char* what, const EvalReport& r) {
@@ -69,34 +60,19 @@ void print_report(const char* what, const EvalReport& r) {
               r.log_rmse_bytes_per_s, r.log_rmse_p99_us);
 }
 
-int generate(const Args& a) {
-  double rows = 0, seed = 1;
-  if (!number(a, "--rows", rows) || !number(a, "--seed", seed) || rows < 1) {
-    return usage("generate needs --rows N (N >= 1) and an integer --seed");
-  }
-  if (!a.opts.count("--out")) return usage("generate needs --out DATASET.csv");
-  auto data =
-      generate_dataset(static_cast<size_t>(rows), static_cast<uint64_t>(seed), KnobBounds{});
-  if (Status s = write_dataset(a.opts.at("--out"), data); !s) return fail(s.error());
-  std::printf("wrote %zu synthetic rows to %s\n", data.size(), a.opts.at("--out").c_str());
+int generate(const GenerateArgs& a) {
+  auto data = generate_dataset(a.rows, a.seed, KnobBounds{});
+  if (Status s = write_dataset(a.out, data); !s) return fail(s.error());
+  std::printf("wrote %zu synthetic rows to %s\n", data.size(), a.out.c_str());
   return 0;
 }
 
-int train(const Args& a) {
-  if (!a.opts.count("--data") || !a.opts.count("--out")) {
-    return usage("train needs --data DATASET.csv and --out MODEL.json");
-  }
-  double holdout = 0.2, rounds = 60, depth = 6, eta = 0.2, seed = 1, threads = 1;
-  if (!number(a, "--holdout", holdout) || !number(a, "--rounds", rounds) ||
-      !number(a, "--depth", depth) || !number(a, "--eta", eta) || !number(a, "--seed", seed) ||
-      !number(a, "--threads", threads) || threads < 1 || holdout < 0 || holdout >= 1) {
-    return usage("bad number: --holdout in [0, 1), --rounds, --depth, --eta, --seed numeric");
-  }
-  auto data = read_dataset(a.opts.at("--data"));
+int train(const TrainArgs& a) {
+  auto data = read_dataset(a.data);
   if (!data) return fail(data.error());
-  std::mt19937_64 rng(static_cast<uint64_t>(seed));
+  std::mt19937_64 rng(a.seed);
   std::shuffle(data->begin(), data->end(), rng);
-  size_t held = static_cast<size_t>(holdout * static_cast<double>(data->size()));
+  size_t held = static_cast<size_t>(a.holdout * static_cast<double>(data->size()));
   if (data->size() - held < 10) {
     return fail(
         Error(Errc::invalid_argument, fmt::format("{} rows leave {} to train on: need at least 10",
@@ -105,11 +81,11 @@ int train(const Args& a) {
   std::span<const Sample> all(*data);
   auto train_rows = all.subspan(held);
   TrainOptions opt;
-  opt.rounds = static_cast<int>(rounds);
-  opt.max_depth = static_cast<int>(depth);
-  opt.eta = eta;
-  opt.seed = static_cast<uint64_t>(seed);
-  opt.nthread = static_cast<int>(threads);
+  opt.rounds = a.rounds;
+  opt.max_depth = a.depth;
+  opt.eta = a.eta;
+  opt.seed = a.seed;
+  opt.nthread = a.threads;
   auto model = TuningModel::train(train_rows, opt);
   if (!model) return fail(model.error());
   std::printf("trained on %zu rows: %d trees per target, depth %d, eta %g\n", train_rows.size(),
@@ -122,52 +98,81 @@ int train(const Args& a) {
     if (!r) return fail(r.error());
     print_report("held-out error", *r);
   }
-  if (Status s = model->save(a.opts.at("--out")); !s) return fail(s.error());
-  std::printf("saved %s\n", a.opts.at("--out").c_str());
+  if (Status s = model->save(a.out); !s) return fail(s.error());
+  std::printf("saved %s\n", a.out.c_str());
   return 0;
 }
 
-int eval(const Args& a) {
-  if (!a.opts.count("--data") || !a.opts.count("--model")) {
-    return usage("eval needs --data DATASET.csv and --model MODEL.json");
-  }
-  auto model = TuningModel::load(a.opts.at("--model"));
+int eval(const EvalArgs& a) {
+  auto model = TuningModel::load(a.model);
   if (!model) return fail(model.error());
-  auto data = read_dataset(a.opts.at("--data"));
+  auto data = read_dataset(a.data);
   if (!data) return fail(data.error());
   auto r = evaluate(*model, *data);
   if (!r) return fail(r.error());
-  std::printf("model %s: version %llu, %d trees per target\n", a.opts.at("--model").c_str(),
+  std::printf("model %s: version %llu, %d trees per target\n", a.model.c_str(),
               static_cast<unsigned long long>(model->version()), model->trees_per_target());
   print_report("error", *r);
   return 0;
 }
 
+bool xgboost_or_say_so() {
+  if (TuningModel::available()) return true;
+  std::fprintf(stderr,
+               "rdmarepl-tune: this build has no XGBoost: install libxgboost-dev and rebuild "
+               "rdmarepl\n");
+  return false;
+}
+
+void add_generate(CLI::App& app, GenerateArgs& g) {
+  auto* cmd = app.add_subcommand(
+      "generate", "write N rows of synthetic training data (docs/tuning.md, \"Synthetic data\")");
+  cmd->add_option("--rows", g.rows, "rows to write")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", g.seed, "random seed")->capture_default_str();
+  cmd->add_option("--out", g.out, "the dataset file to write (CSV)")->required();
+}
+
+void add_train(CLI::App& app, TrainArgs& t) {
+  auto* cmd = app.add_subcommand(
+      "train", "train on all but a held-out share of the rows, print the held-out error, save");
+  cmd->add_option("--data", t.data, "the dataset (CSV, docs/tuning.md)")->required();
+  cmd->add_option("--out", t.out, "the model file to write (JSON)")->required();
+  cmd->add_option("--holdout", t.holdout, "share of the rows held out, in [0, 1)")
+      ->check(CLI::Range(0.0, 0.999999))
+      ->capture_default_str();
+  cmd->add_option("--rounds", t.rounds, "boosting rounds")->capture_default_str();
+  cmd->add_option("--depth", t.depth, "maximum tree depth")->capture_default_str();
+  cmd->add_option("--eta", t.eta, "learning rate")->capture_default_str();
+  cmd->add_option("--seed", t.seed, "seed of the shuffle and of XGBoost")->capture_default_str();
+  cmd->add_option("--threads", t.threads, "XGBoost threads")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+void add_eval(CLI::App& app, EvalArgs& e) {
+  auto* cmd = app.add_subcommand("eval", "print the model's error on every row of the dataset");
+  cmd->add_option("--data", e.data, "the dataset (CSV)")->required();
+  cmd->add_option("--model", e.model, "the model (JSON)")->required();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) return usage("no command given");
-  Args a;
-  a.command = argv[1];
-  if (a.command == "-h" || a.command == "--help") {
-    std::printf("%s", kUsage);
-    return 0;
+  CLI::App app{"rdmarepl-tune: the training pipeline of the XGBoost tuner"};
+  app.require_subcommand(1);
+  GenerateArgs g;
+  TrainArgs t;
+  EvalArgs e;
+  add_generate(app, g);
+  add_train(app, t);
+  add_eval(app, e);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& err) {
+    return app.exit(err) == 0 ? 0 : 2;
   }
-  for (int i = 2; i < argc; i += 2) {
-    std::string key = argv[i];
-    if (key.rfind("--", 0) != 0 || i + 1 >= argc) {
-      return usage(fmt::format("expected '--option value' at '{}'", key));
-    }
-    a.opts[key] = argv[i + 1];
-  }
-  if (!TuningModel::available() && a.command != "generate") {
-    std::fprintf(stderr,
-                 "rdmarepl-tune: this build has no XGBoost: install libxgboost-dev and "
-                 "rebuild rdmarepl\n");
-    return 1;
-  }
-  if (a.command == "generate") return generate(a);
-  if (a.command == "train") return train(a);
-  if (a.command == "eval") return eval(a);
-  return usage(fmt::format("unknown command '{}'", a.command));
+  if (app.got_subcommand("generate")) return generate(g);
+  if (!xgboost_or_say_so()) return 1;
+  if (app.got_subcommand("train")) return train(t);
+  return eval(e);
 }

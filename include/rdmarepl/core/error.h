@@ -64,6 +64,9 @@ class Error {
 // RDMA stack commonly returns (ENOMEM, EIO, ETIMEDOUT, EINVAL ...).
 Error errno_error(int err, std::string_view what);
 
+// The errno's symbolic name and text, e.g. "ECONNRESET: Connection reset by peer".
+std::string errno_text(int err);
+
 // The remediation advice that errno_error appends for `err`, or "" when there is none.
 std::string_view errno_advice(int err) noexcept;
 

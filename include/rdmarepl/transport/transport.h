@@ -78,6 +78,12 @@ class Connection {
   virtual void close() noexcept = 0;
 };
 
+// Why a completion with `status` failed on `conn`, in the words of the connection's own
+// transport: its error() when it has one (TCP names EOF, ECONNRESET, a bad frame ...; verbs
+// the ibv_wc_status and vendor error), else the verbs status name and what to do. Control
+// plane (allocates): for the log line of a dropped connection.
+std::string failure_reason(const Connection& conn, WcStatus status);
+
 class Listener {
  public:
   virtual ~Listener() = default;

@@ -35,6 +35,19 @@ bool send_blocking(int fd, const uint8_t* p, size_t len, Deadline deadline) noex
   return true;
 }
 
+// The NAK in TCP's own words (the completion status stays the verbs-style one).
+std::string_view nak_text(NakSyndrome s) noexcept {
+  switch (s) {
+    case NakSyndrome::remote_access:
+      return "remote access refused: rkey unknown, region not writable or range outside it";
+    case NakSyndrome::not_ready:
+      return "receiver not ready (RNR)";
+    case NakSyndrome::invalid_request:
+      return "invalid request";
+  }
+  return "unknown syndrome";
+}
+
 WcStatus status_of(NakSyndrome s) noexcept {
   switch (s) {
     case NakSyndrome::remote_access:
@@ -254,9 +267,9 @@ void TcpConnection::progress_send() noexcept {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       int err = errno;
       fail(Error(Errc::connection_closed,
-                 fmt::format("sending to {} failed: {}; the peer is gone or reset the connection, "
-                             "check its log and reconnect",
-                             peer_name_, std::strerror(err))),
+                 fmt::format("sending to {} failed: the TCP connection broke ({}); the peer is "
+                             "gone or reset the connection, check its log and reconnect",
+                             peer_name_, errno_text(err))),
            sq_retired_ + 1, WcStatus::retry_exceeded);
       return;
     }
@@ -364,10 +377,12 @@ void TcpConnection::progress_recv() noexcept {
     }
     uint64_t outstanding = sq_posted_ - sq_retired_;
     fail(Error(Errc::connection_closed,
-               fmt::format("{} {} the connection {}{}; {} of our writes were unacknowledged; "
-                           "check the peer's log and reconnect",
-                           peer_name_, err == 0 ? "closed" : "broke", what,
-                           err == 0 ? "" : fmt::format(" ({})", std::strerror(err)), outstanding)),
+               fmt::format("{} {} {}; {} of our writes were unacknowledged; check the peer's "
+                           "log and reconnect",
+                           peer_name_,
+                           err == 0 ? std::string("closed the TCP connection (EOF)")
+                                    : fmt::format("broke the TCP connection ({})", errno_text(err)),
+                           what, outstanding)),
          outstanding > 0 ? sq_retired_ + 1 : 0, WcStatus::retry_exceeded);
     return;
   }
@@ -409,8 +424,9 @@ bool TcpConnection::start_frame() noexcept {
       Errc code = syndrome == NakSyndrome::remote_access ? Errc::remote_access
                   : syndrome == NakSyndrome::not_ready   ? Errc::busy
                                                          : Errc::protocol_error;
-      fail(Error(code, fmt::format("{} refused our write seq {} (wr_id {}): {}; {}", peer_name_,
-                                   in_.seq, wr_id, to_string(st), wc_status_advice(st))),
+      fail(Error(code,
+                 fmt::format("{} refused our write seq {} (wr_id {}) with a TCP NAK: {}; {}",
+                             peer_name_, in_.seq, wr_id, nak_text(syndrome), wc_status_advice(st))),
            in_.seq, st);
       return false;
     }
@@ -551,7 +567,7 @@ void TcpConnection::refuse(NakSyndrome syndrome, Errc code, std::string violatio
     h.encode(nak);
     send_blocking(fd_.get(), nak, sizeof nak, deadline);
   }
-  fail(Error(code, fmt::format("{} {}; the connection was closed", peer_name_, violation)), 0,
+  fail(Error(code, fmt::format("{} {}; the TCP connection was closed", peer_name_, violation)), 0,
        WcStatus::flushed);
 }
 

@@ -271,7 +271,12 @@ void VerbsConnection::check_liveness() noexcept {
 
 void VerbsConnection::fail(Failure why, WcStatus status, int raw_status, uint32_t vendor_err,
                            uint64_t wr_id) noexcept {
-  if (failed_.load(std::memory_order_relaxed)) return;
+  // The first failure wins, except that a completion's own status replaces "the QP entered
+  // the error state" seen by a state check that ran before the completion was reaped (the
+  // status says why; a retry-exceeded write would otherwise be reported without it).
+  if (failed_.load(std::memory_order_relaxed) &&
+      !(failure_ == Failure::qp_error && why == Failure::completion))
+    return;
   failure_ = why;
   failure_status_ = status;
   failure_raw_ = raw_status;

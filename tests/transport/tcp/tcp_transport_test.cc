@@ -79,7 +79,8 @@ TEST_CASE("tcp: a forged rkey is reported naming the peer and the key", "[transp
   CHECK(has_text(e, "not registered here"));
   CHECK(env.client[0].status == WcStatus::remote_access_error);
   CHECK(has_text(env.pair.client->error(), "node 'follower-2'"));
-  CHECK(has_text(env.pair.client->error(), "IBV_WC_REM_ACCESS_ERR"));
+  CHECK(has_text(env.pair.client->error(), "with a TCP NAK: remote access refused"));
+  CHECK_FALSE(has_text(env.pair.client->error(), "IBV_"));
 }
 
 TEST_CASE("tcp: an out-of-range write is reported with the region's bounds", "[transport][tcp]") {
@@ -127,12 +128,61 @@ TEST_CASE("tcp: a peer that goes away fails outstanding writes as retry_exceeded
   got.insert(got.end(), c, c + n);
   REQUIRE_FALSE(env.pair.client->healthy());
   CHECK(env.pair.client->error().is(Errc::connection_closed));
-  CHECK(has_text(env.pair.client->error(), "closed the connection"));
+  // The cause is TCP's own: an orderly close (EOF) or a reset, never a verbs status.
+  const auto& e = env.pair.client->error();
+  CHECK((has_text(e, "closed the TCP connection (EOF)") ||
+         has_text(e, "broke the TCP connection (ECONNRESET")));
+  CHECK(has_text(e, "node 'follower-2'"));
   if (st == PostStatus::ok) {
     REQUIRE(got.size() == 2);
     CHECK(got[0].status == WcStatus::retry_exceeded);
     CHECK(got[1].status == WcStatus::flushed);
+    // The log text of the failed completion is the connection's, not IBV_WC_RETRY_EXC_ERR.
+    const std::string why = failure_reason(*env.pair.client, got[0].status);
+    CHECK(why == e.message());
+    CHECK(why.find("IBV_") == std::string::npos);
   }
+}
+
+TEST_CASE("tcp: a reset connection names ECONNRESET and the peer", "[transport][tcp]") {
+  tcp::TcpTransport t;
+  auto l = t.listen(Endpoint{"127.0.0.1", 0});
+  REQUIRE(l.ok());
+  ConnectionOptions so;
+  so.node_id = "follower";
+  auto fut = std::async(std::launch::async, [&] { return (*l)->accept(so, 10s); });
+  // A hand-made peer: genuine handshake, then an abortive close (SO_LINGER 0 sends RST).
+  auto raw = bootstrap::connect_tcp((*l)->local_endpoint(), Deadline::after(5s));
+  REQUIRE(raw.ok());
+  bootstrap::Hello hello;
+  hello.node_id = "crasher";
+  REQUIRE(
+      bootstrap::exchange(raw->get(), hello, bootstrap::Role::initiator, "", Deadline::after(5s))
+          .ok());
+  auto server = fut.get();
+  REQUIRE(server.ok());
+  REQUIRE((*server)->post_recvs(1, 0) == PostStatus::ok);
+  linger lg{1, 0};
+  REQUIRE(::setsockopt(raw->get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg) == 0);
+  raw->reset();
+  Completion c[4];
+  std::vector<Completion> got;
+  auto deadline = Deadline::after(10s);
+  while ((*server)->healthy() && !deadline.expired()) {
+    (void)(*server)->wait(100ms);
+    size_t n = (*server)->poll(c);
+    got.insert(got.end(), c, c + n);
+  }
+  got.insert(got.end(), c, c + (*server)->poll(c));
+  REQUIRE_FALSE((*server)->healthy());
+  const Error e = (*server)->error();
+  CHECK(has_text(e, "node 'crasher'"));
+  CHECK(has_text(e, "broke the TCP connection (ECONNRESET: Connection reset by peer)"));
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].status == WcStatus::flushed);
+  const std::string why = failure_reason(**server, got[0].status);
+  CHECK(why == e.message());
+  CHECK(why.find("IBV_") == std::string::npos);
 }
 
 TEST_CASE("tcp: registration keys are random, non-zero and unique", "[transport][tcp]") {

@@ -1,0 +1,39 @@
+// rdmarepl-bench's command line (CLI11): the end-to-end run (a RunConfig plus the
+// baselines to compare with) and the tuning runs (--sweep, --phased: LiveArgs).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "live_cluster.h"
+#include "rdmarepl/core/result.h"
+#include "run_config.h"
+
+namespace rdmarepl::bench {
+
+struct BenchArgs {
+  kvdemo::RunConfig config;  // the end-to-end run, with the bench's defaults
+  std::string value_size = "1024";
+  std::string store = "digest";
+  std::vector<std::string> compare;  // redis, tcp-stream
+  uint64_t redis_pipeline = 16;
+  std::string redis_script;
+  uint64_t timeout_s = 600;
+  std::string json;
+  bool quiet = false;
+  bool sweep = false;
+  bool phased = false;
+  LiveArgs live;
+};
+
+// Declares every flag of `args` on `app`, with the defaults and help of rdmarepl-bench.
+void add_bench_options(CLI::App& app, BenchArgs& args);
+
+// After parsing: the value range, the store, the limits, and which flags apply to which
+// mode (--sweep / --phased take only the tuning flags). Errc::invalid_argument says why.
+Status finish_bench_args(const CLI::App& app, BenchArgs& args);
+
+}  // namespace rdmarepl::bench

@@ -1,0 +1,184 @@
+#include "peer_check.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdio>
+#include <vector>
+
+#include "rdmarepl/core/clock.h"
+#include "rdmarepl/transport/transport.h"
+#include "replication/transport_select.h"
+
+namespace rdmarepl::doctor {
+namespace {
+
+using namespace transport;
+constexpr uint32_t kImm = 0x0d0c7e57;
+
+// A buffer registered for remote writes, and the transport that owns it.
+struct EchoBuffer {
+  std::vector<uint8_t> bytes = std::vector<uint8_t>(kEchoBytes, 0);
+  std::unique_ptr<MemoryRegion> mr;
+};
+
+Result<EchoBuffer> make_buffer(Transport& t) {
+  EchoBuffer b;
+  auto mr =
+      t.register_memory(b.bytes.data(), b.bytes.size(), Access::local_write | Access::remote_write);
+  if (!mr) return std::move(mr).error();
+  b.mr = std::move(*mr);
+  return b;
+}
+
+WriteRequest write_to_peer(const EchoBuffer& b, const Connection& c, uint32_t len, uint32_t imm) {
+  WriteRequest w;
+  w.wr_id = imm;
+  w.local_addr = b.bytes.data();
+  w.length = len;
+  w.lkey = b.mr->region().keys.lkey;
+  w.remote_addr = c.peer().regions.front().addr;
+  w.rkey = c.peer().regions.front().rkey;
+  w.imm = imm;
+  return w;
+}
+
+// Waits for the receive completion with `imm`; "" on success, else why not.
+std::string await_echo(Connection& c, uint32_t imm, Deadline deadline) {
+  std::array<Completion, 8> wc;
+  while (!deadline.expired()) {
+    (void)c.wait(std::chrono::milliseconds(10));
+    const size_t n = c.poll(wc);
+    for (size_t i = 0; i < n; ++i) {
+      if (wc[i].status != WcStatus::success) return failure_reason(c, wc[i].status);
+      if (wc[i].opcode == WcOpcode::recv_rdma_with_imm && wc[i].imm == imm) return "";
+    }
+  }
+  return "no echo arrived in time: is the peer a `rdmarepl-doctor --listen`?";
+}
+
+// Serves one connection: every write-with-immediate is written back with imm + 1.
+void serve(Connection& c, EchoBuffer& b) {
+  std::array<Completion, 8> wc;
+  for (;;) {
+    (void)c.wait(std::chrono::milliseconds(100));
+    const size_t n = c.poll(wc);
+    for (size_t i = 0; i < n; ++i) {
+      if (wc[i].status != WcStatus::success) {
+        std::fprintf(stderr, "rdmarepl-doctor: connection from %s ended: %s\n",
+                     c.peer().address.c_str(), failure_reason(c, wc[i].status).c_str());
+        return;
+      }
+      if (wc[i].opcode != WcOpcode::recv_rdma_with_imm) continue;
+      const WriteRequest w = write_to_peer(b, c, wc[i].byte_len, wc[i].imm + 1);
+      if (c.post_recvs(1) != PostStatus::ok || c.post_writes({&w, 1}) != PostStatus::ok) {
+        std::fprintf(stderr, "rdmarepl-doctor: echo to %s failed: %s\n", c.peer().address.c_str(),
+                     c.error().message().c_str());
+        return;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Result<Endpoint> parse_endpoint(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+    return Error(Errc::invalid_argument,
+                 fmt::format("'{}' is not host:port (e.g. 10.0.0.2:7000)", text));
+  Endpoint e;
+  e.host = text.substr(0, colon);
+  try {
+    size_t used = 0;
+    const unsigned long port = std::stoul(text.substr(colon + 1), &used);
+    if (used != text.size() - colon - 1 || port > 65535) throw std::out_of_range("port");
+    e.port = static_cast<uint16_t>(port);
+  } catch (const std::exception&) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("'{}' has no valid port (0..65535) after the last ':'", text));
+  }
+  return e;
+}
+
+Check check_peer(const Endpoint& peer, const PeerOptions& options) {
+  Check c{Verdict::fail, "peer " + peer.to_string(), "", ""};
+  auto t = replication::select_transport(options.transport);
+  if (!t) {
+    c.detail = t.error().message();
+    c.advice = "choose a transport this node has (--transport tcp)";
+    return c;
+  }
+  auto in = make_buffer(**t);
+  auto out = make_buffer(**t);
+  if (!in || !out) {
+    c.detail = (in ? out.error() : in.error()).message();
+    c.advice = "see the memlock check";
+    return c;
+  }
+  for (uint32_t i = 0; i < kEchoBytes; ++i) out->bytes[i] = static_cast<uint8_t>(i * 31 + 7);
+  ConnectionOptions co;
+  co.node_id = "rdmarepl-doctor";
+  co.pre_shared_key = options.pre_shared_key;
+  co.regions = {in->mr->remote()};
+  co.initial_recvs = 1;
+  co.connect_timeout = options.timeout;
+  auto conn = (*t)->connect(peer, co);
+  if (!conn) {
+    c.detail = conn.error().message();
+    c.advice = "start `rdmarepl-doctor --listen` there, and check host, port, key and firewall";
+    return c;
+  }
+  Connection& link = **conn;
+  if (link.peer().regions.empty() || link.peer().regions.front().length < kEchoBytes) {
+    c.detail = fmt::format("connected over {}, but '{}' offers no echo buffer", (*t)->name(),
+                           link.peer().node_id);
+    c.advice = "point --peer at a `rdmarepl-doctor --listen`";
+    return c;
+  }
+  const WriteRequest w = write_to_peer(*out, link, kEchoBytes, kImm);
+  const auto t0 = Clock::now();
+  std::string why = link.post_writes({&w, 1}) == PostStatus::ok
+                        ? await_echo(link, kImm + 1, Deadline::after(options.timeout))
+                        : link.error().message();
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
+  if (why.empty() && in->bytes != out->bytes) why = "the echo arrived but its bytes differ";
+  if (!why.empty()) {
+    c.detail = fmt::format("connected over {}; round trip failed: {}", (*t)->name(), why);
+    c.advice = "see docs/TROUBLESHOOTING.md for the message";
+    return c;
+  }
+  c.verdict = Verdict::pass;
+  c.detail = fmt::format("{}-byte write-with-immediate round trip to '{}' over {} in {} us",
+                         kEchoBytes, link.peer().node_id, (*t)->name(), us);
+  return c;
+}
+
+Status run_echo_listener(const Endpoint& where, const PeerOptions& options, uint32_t connections) {
+  auto t = replication::select_transport(options.transport);
+  if (!t) return std::move(t).error();
+  auto l = (*t)->listen(where);
+  if (!l) return std::move(l).error();
+  std::printf("listening on %s over %s\n", (*l)->local_endpoint().to_string().c_str(),
+              std::string((*t)->name()).c_str());
+  std::fflush(stdout);
+  for (uint32_t served = 0; connections == 0 || served < connections;) {
+    auto buf = make_buffer(**t);
+    if (!buf) return std::move(buf).error();
+    ConnectionOptions so;
+    so.node_id = "rdmarepl-doctor-listener";
+    so.pre_shared_key = options.pre_shared_key;
+    so.regions = {buf->mr->remote()};
+    so.initial_recvs = 4;
+    auto conn = (*l)->accept(so, std::chrono::hours(24));
+    if (!conn) {
+      std::fprintf(stderr, "rdmarepl-doctor: %s\n", conn.error().message().c_str());
+      continue;
+    }
+    serve(**conn, *buf);
+    ++served;
+  }
+  return ok_status();
+}
+
+}  // namespace rdmarepl::doctor
