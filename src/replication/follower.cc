@@ -8,6 +8,7 @@
 
 #include "batch_limits.h"
 #include "imm.h"
+#include "listen_policy.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/replication/detail/batch_format.h"
@@ -52,6 +53,12 @@ Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& opti
                  fmt::format("follower cannot listen on {}: {}", options.listen.to_string(),
                              listener.error().message()));
   self->listener_ = std::move(listener).value();
+  if (open_to_network(options.listen.host, options.pre_shared_key))
+    log::warn(
+        "rdmarepl follower {}: listening without a pre_shared_key (allow_unauthenticated): any "
+        "host that reaches this port can act as this follower's leader and write into its "
+        "store",
+        self->listener_->local_endpoint().to_string());
   self->endpoint_ = self->listener_->local_endpoint();
   Follower* raw = self.get();
   self->start_wal();

@@ -6,6 +6,7 @@
 
 #include "batch_limits.h"
 #include "imm.h"
+#include "listen_policy.h"
 #include "rdmarepl/features.h"
 #include "rdmarepl/memory/size_classes.h"
 #include "rdmarepl/replication/channel_metrics.h"
@@ -76,6 +77,19 @@ Status check_shards_and_transport(const ChannelOptions& o) {
         "ChannelOptions::rdma_cm = true sets verbs connections up with RDMA CM, but "
         "transport = tcp; use transport = verbs (or automatic), or leave rdma_cm false");
   return ok_status();
+}
+
+// A follower on a non-loopback address needs a key, or an explicit opt-out.
+Status check_authentication(const ChannelOptions& o) {
+  if (o.role != Role::follower || o.allow_unauthenticated ||
+      !detail::open_to_network(o.listen.host, o.pre_shared_key))
+    return ok_status();
+  return bad(fmt::format(
+      "ChannelOptions::listen = \"{}\" is not a loopback address and pre_shared_key is empty: "
+      "anyone who can reach port {} could act as this follower's leader and write into its "
+      "store. Set pre_shared_key (the same on every node), or set allow_unauthenticated = "
+      "true if every host that can reach the port is trusted",
+      o.listen.host, o.listen.port));
 }
 
 // Ring, batch, value and queue sizes.
@@ -267,6 +281,7 @@ Status validate(const ChannelOptions& o) {
   using Check = Status (*)(const ChannelOptions&);
   const bool wal = !o.wal_dir.empty();
   const Check checks[] = {check_shards_and_transport,
+                          check_authentication,
                           check_sizes,
                           check_reconnect_and_callbacks,
                           wal ? check_wal_durability : nullptr,

@@ -127,6 +127,30 @@ TEST_CASE("options validation names the field and the fix", "[options]") {
     o.retain_bytes = 0;
     CHECK(validate(o).ok());
   }
+  SECTION("a follower beyond loopback needs a key or an explicit opt-out") {
+    o.role = Role::follower;
+    for (const char* host : {"127.0.0.1", "127.1.2.3", "::1", "localhost"}) {
+      o.listen = {host, 7000};
+      CHECK(validate(o).ok());
+    }
+    for (const char* host : {"", "0.0.0.0", "10.9.1.2", "::", "db1.example"}) {
+      o.listen = {host, 7000};
+      auto st = validate(o);
+      REQUIRE_FALSE(st.ok());
+      CHECK(st.error().is(rdmarepl::Errc::invalid_argument));
+      CHECK_THAT(st.error().message(), Catch::Contains("pre_shared_key is empty") &&
+                                           Catch::Contains("allow_unauthenticated") &&
+                                           Catch::Contains("port 7000"));
+    }
+    o.pre_shared_key = "k";
+    CHECK(validate(o).ok());
+    o.pre_shared_key.clear();
+    o.allow_unauthenticated = true;
+    CHECK(validate(o).ok());
+    o.role = Role::leader;  // a leader listens on nothing
+    o.allow_unauthenticated = false;
+    CHECK(validate(o).ok());
+  }
   SECTION("RDMA CM set-up needs a verbs transport") {
     o.rdma_cm = true;
     o.transport = TransportKind::tcp;

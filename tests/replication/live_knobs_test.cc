@@ -109,6 +109,7 @@ TEST_CASE("apply_knobs limits the knobs to what the leader can do and counts cha
   MapStore fstore;
   o.role = Role::follower;
   o.listen = {"loopback", 31000};
+  o.allow_unauthenticated = true;  // the in-process fabric
   auto follower = Channel<MapStore>::create(o, fstore, std::make_unique<LoopbackTransport>(fabric));
   REQUIRE(follower.ok());
 
@@ -203,6 +204,7 @@ TEST_CASE("tuning options are checked at create()", "[knobs]") {
   auto o = base_options();
   o.role = Role::follower;
   o.listen = {"loopback", 31010};
+  o.allow_unauthenticated = true;  // the in-process fabric
   o.tuning.enabled = true;
   MapStore store;
   auto f = Channel<MapStore>::create(o, store, std::make_unique<LoopbackTransport>(fabric));
@@ -233,6 +235,7 @@ TEST_CASE("a tuner moving every knob at random under load keeps every key's orde
     auto fo = o;
     fo.role = Role::follower;
     fo.listen = {"loopback", static_cast<uint16_t>(31100 + i)};
+    fo.allow_unauthenticated = true;  // the in-process fabric
     fstores.push_back(std::make_unique<OrderStore>());
     auto ch = Channel<OrderStore>::create(fo, *fstores.back(),
                                           std::make_unique<LoopbackTransport>(fabric));

@@ -21,6 +21,8 @@ shared="$work/shared"
 group="230.0.0.1:$((20000 + RANDOM % 20000))"
 port=7471
 ips=(10.9.1.1 10.9.1.2 10.9.1.3)
+# The followers listen on non-loopback addresses: the nodes authenticate with a key.
+psk="multinode-$RANDOM$RANDOM"
 
 cat >"$work/follower.sh" <<GUEST
 #!/bin/bash
@@ -28,6 +30,7 @@ cat >"$work/follower.sh" <<GUEST
 # leader has given up, 30 s after it did).
 n=\$1
 "$node" --role follower --transport verbs --listen "\$RDMAREPL_RXE_ADDR" --port $port \\
+        --psk "$psk" \\
         --shards 1 --until-seqs $records --wait-s 400 \\
         >"$shared/follower-\$n.tmp" 2>"$shared/follower-\$n.err" &
 pid=\$!
@@ -55,6 +58,7 @@ for _ in \$(seq 1 1200); do
 done
 for ip in ${ips[1]} ${ips[2]}; do busybox ping -c 1 -W 2 "\$ip" >/dev/null || echo "leader: no ping reply from \$ip"; done
 "$node" --role leader --transport verbs --peers ${ips[1]}:$port,${ips[2]}:$port \\
+        --psk "$psk" \\
         --shards 1 --records $records >"$shared/leader.out" 2>"$shared/leader.err"
 rc=\$?
 touch "$shared/leader.done"

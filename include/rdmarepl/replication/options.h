@@ -95,7 +95,14 @@ struct ChannelOptions {
   // Follower: where to listen (port 0 picks a free port; see local_endpoint()).
   transport::Endpoint listen;
   TransportKind transport = TransportKind::automatic;
-  std::string pre_shared_key;  // empty: no handshake authentication
+  // The key both ends prove in the handshake (docs/wire_format.md, "Bootstrap handshake");
+  // the same on every node. Empty: no authentication, so that anyone who reaches a
+  // follower's port can act as its leader and write into its store.
+  std::string pre_shared_key;
+  // Follower: listening on an address other than loopback (127.0.0.0/8, ::1, localhost)
+  // without a pre_shared_key is refused at create() unless this is set, for a network where
+  // every host that can reach the port is trusted. A warning is logged either way.
+  bool allow_unauthenticated = false;
   // How the verbs transport the channel creates sets connections up: false, over a TCP
   // socket to the same host:port (the bootstrap handshake); true, with RDMA CM (librdmacm),
   // the handshake then running over the new QP (docs/verbs.md, "RDMA CM"). peers and listen
