@@ -43,6 +43,10 @@ constexpr const char* kUsage =
                        write's commit before the next
   --retain-bytes N     leader's retained window per shard (default: the whole run when a
                        follower is killed, so that it can be caught up from scratch)
+  --metrics-port P     serve Prometheus metrics: the leader on 127.0.0.1:P/metrics,
+                       follower i (1-based) on port P+i (default 0: none)
+  --linger S           after the run, keep every process (and its metrics) up S seconds
+                       before stopping them (default 0)
   --timeout S          give up after S seconds (default 300)
   --quiet              no progress output
   --help               this text
@@ -66,7 +70,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   auto known = run_config_flag_names();
-  known.insert(known.end(), {"help", "no-kill", "kill-at", "quiet", "timeout"});
+  known.insert(known.end(), {"help", "no-kill", "kill-at", "quiet", "timeout", "linger"});
   if (auto unknown = flags->unknown(known); !unknown.empty()) {
     fmt::print(stderr, "replicated_kv: unknown flag {}; try --help\n", unknown.front());
     return 2;
@@ -96,6 +100,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   config.timeout = std::chrono::seconds(*timeout);
+  auto linger = flags->get_u64("linger", 0);
+  if (!linger) {
+    fmt::print(stderr, "replicated_kv: {}\n", linger.error().message());
+    return 2;
+  }
+  config.linger = std::chrono::seconds(*linger);
   // A follower restarted with an empty store needs every record again: keep the whole run.
   if (config.kill_at > 0 && config.retain_bytes == 0) {
     config.retain_bytes = whole_run_retain_bytes(config);
