@@ -20,6 +20,7 @@
   X(reconnects, counter, "connections", "connections (re)established after the first")             \
   X(protocol_errors, counter, "events", "bad batches / immediates (connection dropped)")           \
   X(records_applied, counter, "records", "follower: Store::apply calls")                           \
+  X(records_recovered, counter, "records", "records replayed from the channel's WAL at create()")  \
   X(records_skipped, counter, "records", "follower: duplicates skipped after a reconnect")         \
   X(batches_applied, counter, "batches", "follower: batches applied")                              \
   X(checkpoints_shipped, counter, "checkpoints", "leader: checkpoints a follower installed")       \
@@ -32,7 +33,10 @@
     "memory registrations made; all at create(), none on the data path")
 
 // X(name, unit, help): a metrics::Histogram (snapshot: count, sum, max, percentiles).
-#define RDMAREPL_CHANNEL_HISTOGRAMS(X)                    \
-  X(batch_bytes, "bytes", "sealed batch sizes")           \
-  X(batch_records, "records", "records per sealed batch") \
-  X(ack_latency_ns, "nanoseconds", "replicate() -> committed under the ack mode")
+#define RDMAREPL_CHANNEL_HISTOGRAMS(X)                                            \
+  X(batch_bytes, "bytes", "sealed batch sizes")                                   \
+  X(batch_records, "records", "records per sealed batch")                         \
+  X(ack_latency_ns, "nanoseconds", "replicate() -> committed under the ack mode") \
+  X(wal_append_latency_ns, "nanoseconds",                                         \
+    "WAL append: the write and, under durability batch, the wait for its sync")   \
+  X(wal_sync_latency_ns, "nanoseconds", "WAL group-commit sync (fdatasync or pmem drain)")
