@@ -8,7 +8,9 @@ if(NOT TARGET rdmarepl_kvharness)
     ${_kv}/kv_store.cc ${_kv}/latency.cc ${_kv}/metrics_server.cc ${_kv}/metrics_text.cc ${_kv}/progress.cc ${_kv}/roles.cc
     ${_kv}/run_config.cc ${_kv}/workload.cc)
   target_include_directories(rdmarepl_kvharness PUBLIC ${_kv})
-  target_link_libraries(rdmarepl_kvharness PUBLIC rdmarepl::rdmarepl)
+  find_package(nlohmann_json 3 CONFIG REQUIRED)
+  target_link_libraries(rdmarepl_kvharness PUBLIC rdmarepl::rdmarepl
+                        PRIVATE nlohmann_json::nlohmann_json)
   if(TARGET rdmarepl::prometheus)
     target_link_libraries(rdmarepl_kvharness PUBLIC rdmarepl::prometheus)
     target_compile_definitions(rdmarepl_kvharness PRIVATE RDMAREPL_KV_PROMETHEUS=1)

@@ -148,6 +148,11 @@ Status apply_flags(const Flags& f, RunConfig& c) {
     w.value_min = static_cast<uint32_t>(r->first);
     w.value_max = static_cast<uint32_t>(r->second);
   }
+  return validate(c);
+}
+
+Status validate(const RunConfig& c) {
+  const auto& w = c.workload;
   if (c.followers < 1 || c.followers > replication::kMaxFollowers) {
     return Error(Errc::invalid_argument, "--followers " + std::to_string(c.followers) +
                                              " is out of range; use 1.." +

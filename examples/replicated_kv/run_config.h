@@ -64,6 +64,8 @@ struct RunConfig {
 std::vector<std::string> to_args(const RunConfig& config);
 // The flags to_args() writes, read back; also used by the programs' own parsing.
 Status apply_flags(const Flags& flags, RunConfig& config);
+// The checks apply_flags() makes once every flag was read (ranges, and how flags combine).
+Status validate(const RunConfig& config);
 // The flag names apply_flags() knows (for reporting unknown flags).
 std::vector<std::string> run_config_flag_names();
 

@@ -182,18 +182,22 @@ Wal::Wal(const ChannelOptions& options, const StoreHooks& store)
 
 Result<std::unique_ptr<Wal>> Wal::open(const ChannelOptions& options, const StoreHooks& store,
                                        const BatchFn& on_batch, Recovered* recovered,
-                                       ChannelMetrics& metrics) {
+                                       ChannelMetrics* metrics) {
   std::unique_ptr<Wal> self(new Wal(options, store));
   wal::LogOptions lo;
   lo.writer.segment_size = options.wal_segment_bytes;
   lo.writer.durability = writer_durability(options.durability);
   lo.writer.interval = options.durability_interval;
   lo.writer.backend = options.wal_backend;
-  lo.writer.sync_latency_ns = &metrics.wal_sync_latency_ns;
-  lo.writer.append_latency_ns = &metrics.wal_append_latency_ns;
+  std::atomic<uint64_t> replayed{0};  // counted here without a channel (tests)
+  if (metrics != nullptr) {
+    lo.writer.sync_latency_ns = &metrics->wal_sync_latency_ns;
+    lo.writer.append_latency_ns = &metrics->wal_append_latency_ns;
+  }
   // A log written with none/interval may lose an unsynced tail that spans a rotation.
   lo.repair = options.durability != Durability::batch;
-  Recovery rec(options, store, on_batch, metrics.records_recovered);
+  Recovery rec(options, store, on_batch,
+               metrics != nullptr ? metrics->records_recovered : replayed);
   auto log = wal::Log::open(options.wal_dir, lo, rec);
   if (!log)
     return Error(log.error().code(),

@@ -28,7 +28,7 @@ Status Leader::open_wal() {
   auto w = Wal::open(
       options_, store_,
       [this](const BatchView& v, std::span<const std::byte> bytes) { recover_batch(v, bytes); },
-      &rec, metrics_);
+      &rec, &metrics_);
   if (!w) return std::move(w).error();
   wal_ = std::move(*w);
   catchup_ = std::make_unique<CatchUp>(options_, metrics_, *wal_, shards_,

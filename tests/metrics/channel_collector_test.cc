@@ -1,6 +1,8 @@
 #include "rdmarepl/metrics/prometheus/channel_collector.h"
 
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "scrape_text.h"
@@ -96,4 +98,14 @@ TEST_CASE("the knobs in force are gauges in base units") {
   CHECK(samples["rdmarepl_knob_poll_mode{" + kLabels + ",mode=\"sleep\"}"] == 1);
   CHECK(samples.count("rdmarepl_knob_shards{" + kLabels + "}") == 1);
   CHECK(samples.count("rdmarepl_knob_pool_bytes{" + kLabels + "}") == 1);
+}
+
+TEST_CASE("docs/operations.md names every metric the channel collector exports") {
+  std::ifstream in(RDMAREPL_DOCS_DIR "/operations.md");
+  REQUIRE(in);
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& family : collector(sample_snapshot()).Collect()) {
+    INFO(family.name);
+    CHECK(doc.find("`" + family.name + "`") != std::string::npos);
+  }
 }

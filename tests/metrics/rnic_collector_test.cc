@@ -5,7 +5,9 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
+#include "rdmarepl/metrics/prometheus/process_collector.h"
 #include "scrape_text.h"
 
 namespace fs = std::filesystem;
@@ -94,4 +96,20 @@ TEST_CASE("RoCE active MTU follows the netdev MTU") {
   CHECK(RnicCollector::roce_active_mtu(4200) == 4096);
   CHECK(RnicCollector::roce_active_mtu(4000) == 2048);
   CHECK(RnicCollector::roce_active_mtu(300) == 0);
+}
+
+TEST_CASE("docs/operations.md names every metric the RNIC and process collectors export") {
+  std::ifstream in(RDMAREPL_DOCS_DIR "/operations.md");
+  REQUIRE(in);
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  FakeSysfs sys;
+  auto families =
+      RnicCollector((sys.dir / "infiniband").string(), (sys.dir / "net").string()).Collect();
+  auto process = rdmarepl::metrics::ProcessCollector("n").Collect();
+  families.insert(families.end(), process.begin(), process.end());
+  CHECK(families.size() >= 11);
+  for (const auto& family : families) {
+    INFO(family.name);
+    CHECK(doc.find("`" + family.name + "`") != std::string::npos);
+  }
 }

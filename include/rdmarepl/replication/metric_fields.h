@@ -38,5 +38,5 @@
   X(batch_records, "records", "records per sealed batch")                         \
   X(ack_latency_ns, "nanoseconds", "replicate() -> committed under the ack mode") \
   X(wal_append_latency_ns, "nanoseconds",                                         \
-    "WAL append: the write and, under durability batch, the wait for its sync")   \
+    "WAL append: the frame's write (its sync is in wal_sync_latency_ns)")         \
   X(wal_sync_latency_ns, "nanoseconds", "WAL group-commit sync (fdatasync or pmem drain)")
