@@ -7,9 +7,9 @@
 #
 #   benchmarks/compare/metrics_cost.sh [BENCH] [ROUNDS] [RECORDS]
 set -euo pipefail
-BENCH=${1:-build/benchmarks/driver/rdmarepl-bench}
-ROUNDS=${2:-3}
-RECORDS=${3:-200000}
+BENCH=${1:-build/benchmarks/rdmarepl-bench}
+ROUNDS=${2:-5}
+RECORDS=${3:-1000000}
 PROM=${PROMETHEUS_BIN:-/usr/bin/prometheus}
 PY=/usr/bin/python3
 [[ -x "$BENCH" ]] || { echo "metrics_cost: no bench at $BENCH; build rdmarepl-bench" >&2; exit 2; }
@@ -52,7 +52,9 @@ YML
 "$PROM" --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/data" \
   --web.listen-address="127.0.0.1:$web" --log.level=warn >"$tmp/prometheus.log" 2>&1 &
 prom_pid=$!
-api() { $PY -c "import json,sys,urllib.request,urllib.parse; print(json.load(urllib.request.urlopen('http://127.0.0.1:$web/api/v1/' + sys.argv[1]))['data'])" "$1"; }
+api() { $PY -c "import json,sys,urllib.request; print(json.load(urllib.request.urlopen('http://127.0.0.1:$web/api/v1/' + sys.argv[1]))['data'])" "$1"; }
+# The value of an instant query that returns one sample.
+scalar() { $PY -c "import json,sys,urllib.request,urllib.parse; print(json.load(urllib.request.urlopen('http://127.0.0.1:$web/api/v1/query?query=' + urllib.parse.quote(sys.argv[1])))['data']['result'][0]['value'][1])" "$1"; }
 # The server starts scraping some seconds after it is ready.
 for _ in $(seq 100); do
   if api targets 2>/dev/null | grep -q "lastScrape': '20"; then break; fi
@@ -70,7 +72,8 @@ for r in $(seq "$ROUNDS"); do
   run on "$r" --metrics-port "$base"
 done
 sleep 2  # the last scrape of the last run
-scrapes=$(api "query?query=$($PY -c 'import urllib.parse;print(urllib.parse.quote("sum(count_over_time(rdmarepl_followers[1h]))"))')")
+# Samples of one series per process: successful scrapes of the runs' processes.
+scrapes=$(scalar "sum(count_over_time(rdmarepl_followers[1h]))")
 
 $PY - "$tmp" "$ROUNDS" "$scrapes" <<'PY'
 import json, statistics, sys
