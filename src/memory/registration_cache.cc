@@ -139,6 +139,40 @@ Result<RegistrationCache::Pin> RegistrationCache::acquire(const void* addr, size
   return result;
 }
 
+RegistrationCache::Pin RegistrationCache::pin_cached(
+    const transport::RegisteredRegion& region) noexcept {
+  std::lock_guard lock(mu_);
+  auto it = by_start_.find(start_of(region));
+  if (it == by_start_.end() || it->second->region.length != region.length ||
+      it->second->region.keys.lkey != region.keys.lkey)
+    return {};
+  Entry& e = *it->second;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  ++e.pins;
+  e.last_used_ns = mono_ns();
+  counters_->add(counters_->cache_hits);
+  return Pin(this, &e);
+}
+
+RegistrationCache::Release RegistrationCache::release(const void* addr) {
+  transport::RegisteredRegion region;
+  {
+    std::lock_guard lock(mu_);
+    auto it = by_start_.find(reinterpret_cast<uintptr_t>(addr));
+    if (it == by_start_.end()) return Release::absent;
+    if (it->second->pins != 0) return Release::pinned;
+    region = remove_locked(it->second);
+  }
+  deregister_counted(registrar_, counters_, region);
+  return Release::released;
+}
+
+uint32_t RegistrationCache::pins(const void* addr) const {
+  std::lock_guard lock(mu_);
+  auto it = by_start_.find(reinterpret_cast<uintptr_t>(addr));
+  return it == by_start_.end() ? 0 : it->second->pins;
+}
+
 size_t RegistrationCache::reclaim_idle(uint64_t now_ns) {
   const auto timeout_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(options_.idle_timeout).count());

@@ -116,11 +116,6 @@ SlabPool::SlabPool(const PoolOptions& options, Registrar registrar, Counters* co
 
 Result<std::unique_ptr<SlabPool>> SlabPool::create(const PoolOptions& options, Registrar registrar,
                                                    Counters* counters, TranslationTable* table) {
-  if (options.grow_on_exhaustion && registrar.registers())
-    return Error(Errc::invalid_argument,
-                 "memory: grow_on_exhaustion is only allowed for unregistered pools (it would "
-                 "register memory on the data path); call SlabPool::grow() from the control "
-                 "plane instead");
   if (options.arena_bytes < kMaxClassSize)
     return Error(Errc::invalid_argument,
                  fmt::format("memory: arena_bytes {} is below the largest size class ({} B); "
@@ -282,7 +277,7 @@ void SlabPool::release_slow(std::byte* p, ArenaState* arena, unsigned cls) noexc
 size_t SlabPool::refill(ThreadCache& tc, unsigned cls) noexcept {
   auto& c = tc.classes[cls];
   const size_t batch = std::max<uint32_t>(1, c.capacity / 2);
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
     size_t got = 0;
     {
       auto& sh = shared_[cls];
@@ -308,12 +303,7 @@ size_t SlabPool::refill(ThreadCache& tc, unsigned cls) noexcept {
       for (unsigned k = 0; k < kNumClasses; ++k) drain(tc, k, 0);
       if (recycle_free_arena()) continue;
     }
-    if (!options_.grow_on_exhaustion || registrar_.registers()) return 0;
-    try {
-      if (!grow(options_.arena_bytes).ok()) return 0;
-    } catch (...) {  // no memory for the bookkeeping either
-      return 0;
-    }
+    return 0;  // the pool never grows on the data path: grow() is a control-plane call
   }
   return 0;
 }

@@ -26,12 +26,6 @@ constexpr bool large_record(const ChannelOptions& o, size_t key_len, size_t valu
   return single_record_batch_size(key_len, value_len) > large_threshold(o);
 }
 
-// Whether a batch of `count` records and `padded_len` bytes (sealed by the leader or read
-// back from its log) is one for the large-record buffer.
-constexpr bool large_batch(const ChannelOptions& o, uint32_t count, uint64_t padded_len) noexcept {
-  return count == 1 && padded_len > large_threshold(o);
-}
-
 // The large-record buffer: one batch holding a record of the largest key and value.
 constexpr uint64_t large_buffer_bytes(const ChannelOptions& o) noexcept {
   return single_record_batch_size(kMaxKeyBytes, o.max_value_bytes);
@@ -48,6 +42,22 @@ constexpr uint64_t max_live_batch_bytes(const ChannelOptions& o) noexcept {
   return o.ring_bytes / 4;
 }
 
+// The largest batch of several records the leader seals under any live batch size: it is
+// sealed by the first record that brings it to the batch size, so it stays under
+// max_live_batch_bytes() plus one record that is not large (at most large_threshold()).
+constexpr uint64_t max_ring_batch_bytes(const ChannelOptions& o) noexcept {
+  return max_live_batch_bytes(o) + large_threshold(o);
+}
+
+// Whether a batch of `count` records and `padded_len` bytes (sealed by the leader or read
+// back from its log) goes to the large-record buffer: a large record's batch, or a logged
+// batch larger than any ring batch these options seal (the log was written under a larger
+// ring_bytes; such a batch may not fit the follower's ring at all, and the large-record
+// buffer holds it whenever max_batch_bytes() does).
+constexpr bool large_batch(const ChannelOptions& o, uint32_t count, uint64_t padded_len) noexcept {
+  return (count == 1 && padded_len > large_threshold(o)) || padded_len > max_ring_batch_bytes(o);
+}
+
 // What the retained window of a shard must hold at least with a batch size of `batch_bytes`:
 // two of the largest records and two batches.
 constexpr uint64_t min_window_bytes(const ChannelOptions& o, uint64_t batch_bytes) noexcept {
@@ -62,13 +72,12 @@ constexpr uint64_t window_batch_limit(const ChannelOptions& o) noexcept {
                             o.retain_bytes > two_large ? (o.retain_bytes - two_large) / 2 : 0);
 }
 
-// The largest batch the leader can seal under any live batch size: a batch is sealed by the
-// first record that brings it to the batch size, so it stays under max_live_batch_bytes()
-// plus one record that is not large (at most large_threshold()); a large record travels
-// alone. Every logged batch fits it: it sizes the catch-up staging buffer and bounds a WAL
-// frame.
+// The largest batch the leader can seal under any live batch size: a ring batch
+// (max_ring_batch_bytes()) or a large record's batch, which travels alone. Every batch these
+// options log fits it: it sizes the catch-up staging buffer and bounds a WAL frame; a logged
+// batch larger than it cannot be sent.
 constexpr uint64_t max_batch_bytes(const ChannelOptions& o) noexcept {
-  return std::max(large_buffer_bytes(o), max_live_batch_bytes(o) + large_threshold(o));
+  return std::max(large_buffer_bytes(o), max_ring_batch_bytes(o));
 }
 
 }  // namespace rdmarepl::replication::detail

@@ -166,8 +166,13 @@ tuning::Observation CoreBase::observe_window(WindowState& w) {
   o.pending_bytes = o.queue_depth * (batches.count ? batches.mean() : m.batch_bytes.mean());
   o.cpu_utilization = w.cpu.sample();
   if (verbs) o.device = w.device.sample();
-  // Memory-bandwidth ratio and registration-cache hit rate: the channel has no peak
-  // bandwidth figure and no registration cache, so they stay absent.
+  // Registration-cache hit rate: of the values that lay in a registered store region, the
+  // share whose registration was cached (absent in a window without any). The
+  // memory-bandwidth ratio stays absent: the channel has no peak bandwidth figure.
+  const uint64_t hits = m.region_cache_hits - w.last.region_cache_hits;
+  const uint64_t misses = m.region_cache_misses - w.last.region_cache_misses;
+  if (hits + misses > 0)
+    o.reg_cache_hit_rate = static_cast<double>(hits) / static_cast<double>(hits + misses);
   w.t_ns = now;
   w.last = m;
   w.value_count = vc;

@@ -37,6 +37,8 @@ class CoreBase : public ChannelCore {
   [[nodiscard]] MetricsSnapshot metrics() const noexcept override {
     metrics_.memory_registrations.store(
         memory_counters_.registrations.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    metrics_.region_registrations.store(
+        region_counters_.registrations.load(std::memory_order_relaxed), std::memory_order_relaxed);
     return metrics_.snapshot();
   }
   [[nodiscard]] std::string_view transport_name() const noexcept override {
@@ -84,6 +86,9 @@ class CoreBase : public ChannelCore {
   // Every registration the channel makes (its buffers and the zero-copy pool) is counted
   // here; MetricsSnapshot::memory_registrations reads it.
   memory::Counters memory_counters_;
+  // Registrations of the store's own regions (register_region(), and again after an idle
+  // release); MetricsSnapshot::region_registrations reads it.
+  memory::Counters region_counters_;
 
  private:
   void poll_loop(uint32_t worker) noexcept;

@@ -173,6 +173,9 @@ WriteResult Leader::write(Op op, std::string_view key, std::string_view value) n
     r.status = WriteStatus::too_large;
     return r;
   }
+  if (op == Op::put && value.size() >= kRegionGatherMinBytes && regions_->any() &&
+      write_from_region(key, value, r))
+    return r;
   const uint32_t shard = shard_of(key, options_.shards);
   Shard& s = *shards_[shard];
   const size_t rec = record_size(key.size(), value.size());
@@ -271,23 +274,26 @@ size_t Leader::poll_link(Shard& s, Link& l) noexcept {
     const uint64_t seq = widen_seq(imm_arg(c.imm), acked);
     // A follower acknowledges at most the last seq of the newest batch it took from this
     // connection, so everything freed below has been read (its resume point may still be
-    // older than what it applied through its old connection: it skips those records).
-    const uint64_t newest = s.next_seq.load(std::memory_order_relaxed) - 1;
-    if (seq < acked || seq > newest) {
+    // older than what it applied through its old connection: it skips those records). More
+    // would claim records it was never sent and let the commit point pass them.
+    if (seq < acked || seq > l.sent_seq) {
       ChannelMetrics::add(metrics_.protocol_errors);
       link_down(s, l,
                 fmt::format("protocol error: acknowledgement of seq {} outside [{}, {}] "
-                            "(last acknowledged, last assigned)",
-                            seq, acked, newest));
+                            "(last acknowledged, last sent on this connection)",
+                            seq, acked, l.sent_seq));
       return n;
     }
     l.retire(seq);
+    l.acked_once = true;
     if (l.inflight_count == 0)  // skip batches the follower already has
       while (l.next_send_bn < s.window.end_bn() && s.window.desc(l.next_send_bn).last_seq() <= seq)
         ++l.next_send_bn;
     l.acked_seq.store(seq, std::memory_order_release);
   }
-  if (reposts != 0 && l.conn->post_recvs(reposts) != transport::PostStatus::ok)
+  if (reposts == 0) return n;
+  l.heard_ns = mono_ns();
+  if (l.conn->post_recvs(reposts) != transport::PostStatus::ok)
     link_down(s, l, "re-posting receives failed");
   return n;
 }
@@ -300,6 +306,8 @@ void Leader::link_down(Shard& s, Link& l, std::string_view why) noexcept {
       l.follower, options_.peers[l.follower].to_string(), s.index, why, l.acked_seq.load() + 1);
   l.conn->close();
   l.conn.reset();
+  if (l.acked_once && mono_ns() - l.up_since_ns >= kProvenNs)
+    l.proven.store(true, std::memory_order_release);
   l.up.store(false, std::memory_order_release);
   l.down_since_ns.store(mono_ns(), std::memory_order_release);
   l.reset_flow();
@@ -309,8 +317,21 @@ void Leader::link_down(Shard& s, Link& l, std::string_view why) noexcept {
 
 size_t Leader::progress_locked(Shard& s) noexcept {
   size_t work = 0;
-  for (auto& l : s.links)
-    if (l->up.load(std::memory_order_relaxed)) work += poll_link(s, *l);
+  const uint64_t silent_ns = static_cast<uint64_t>(options_.ack_timeout.count()) * 1'000'000;
+  for (auto& l : s.links) {
+    if (!l->up.load(std::memory_order_relaxed)) continue;
+    work += poll_link(s, *l);
+    if (l->up.load(std::memory_order_relaxed) && l->silent(silent_ns)) {
+      ChannelMetrics::add(metrics_.ack_timeouts);
+      link_down(s, *l,
+                fmt::format("it acknowledged nothing for {} ms with {} batches in flight "
+                            "(ChannelOptions::ack_timeout); treating it as away, so that the "
+                            "retained window no longer waits for it. Look for a slow or "
+                            "blocked Store::apply or sync in the follower's log, or raise "
+                            "ack_timeout",
+                            options_.ack_timeout.count(), l->inflight_count));
+    }
+  }
   if (s.open_active && mono_ns() - s.open_t0 >= live_flush_ns_.load(std::memory_order_relaxed)) {
     seal_open(s);
     ++work;

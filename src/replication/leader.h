@@ -23,6 +23,7 @@
 #include "rdmarepl/replication/detail/batch_format.h"
 #include "registered_buffer.h"
 #include "ring_space.h"
+#include "store_regions.h"
 
 namespace rdmarepl::replication::detail {
 
@@ -39,6 +40,10 @@ class Leader final : public CoreBase, private CatchUpHost {
   WriteResult write_buffer(std::string_view key, memory::Buffer&& value) noexcept override;
   [[nodiscard]] memory::MemoryStats memory_stats() const override;
   [[nodiscard]] size_t zero_copy_retained() const override;
+  // The store's own regions (leader_regions.cc).
+  Status register_region(const void* addr, size_t length) override;
+  Status unregister_region(const void* addr, std::chrono::milliseconds timeout) override;
+  [[nodiscard]] size_t region_references(const void* addr) const override;
   void flush() noexcept override;
   // Commit tracking and waiting live in LeaderCommits (leader_commits.h).
   [[nodiscard]] bool committed(Ticket ticket) const noexcept override {
@@ -93,7 +98,15 @@ class Leader final : public CoreBase, private CatchUpHost {
   // Evicts the oldest batches every follower (connected or not) acknowledged, while the
   // window holds zero-copy buffers, so that their values go back to the pool promptly.
   void release_acked_values(Shard& s) noexcept;
-  void seal_gathered(Shard& s, memory::Buffer&& value) noexcept;
+  // A record alone in its batch whose value (`lkey`) is gathered and kept in the window by
+  // `held` (a pool Buffer or a store region's Pin) until eviction.
+  WriteResult write_gathered(std::string_view key, std::span<const std::byte> value, uint32_t lkey,
+                             HeldValue&& held) noexcept;
+  void seal_gathered(Shard& s, std::span<const std::byte> value, uint32_t lkey,
+                     HeldValue&& held) noexcept;
+  // A put whose value lies in a registered store region: gathered (true, `r` set) or not
+  // (false: the caller copies it).
+  bool write_from_region(std::string_view key, std::string_view value, WriteResult& r) noexcept;
   [[nodiscard]] transport::WriteRequest batch_bytes(const Shard& s,
                                                     const BatchDesc& d) const noexcept;
   void push_desc(Shard& s, const BatchDesc& d) noexcept;
@@ -117,14 +130,18 @@ class Leader final : public CoreBase, private CatchUpHost {
   void start_wal();
   void wal_seal(Shard& s, BatchDesc& d) noexcept;
   [[nodiscard]] bool wal_sendable(const BatchDesc& d) const noexcept;
-  void recover_batch(const BatchView& v, std::span<const std::byte> bytes) noexcept;
+  // Puts a replayed batch back into the retained window; false when these options cannot
+  // send it (written under a larger ring_bytes or max_value_bytes).
+  bool recover_batch(const BatchView& v, std::span<const std::byte> bytes) noexcept;
 
  public:
   // Tests and tools: the log (null without wal_dir).
   [[nodiscard]] Wal* wal() const noexcept { return wal_.get(); }
 
  private:
-  // Declared before shards_: the windows' zero-copy Buffers go back to it before it goes.
+  // Declared before shards_: the windows' zero-copy Buffers and region Pins go back to them
+  // before they go.
+  std::unique_ptr<StoreRegions> regions_;
   std::unique_ptr<memory::SlabPool> pool_;
   RegisteredBuffer zeros_;  // the padding gathered after a zero-copy value
   std::vector<std::unique_ptr<Shard>> shards_;

@@ -92,7 +92,9 @@ class CatchUp {
   // Waits until nothing is in flight on the link, then marks it shipping.
   Status claim_link(Pass& p);
   // Posts the chunk in the staging buffer (`bytes` with its header).
-  Status post_chunk(Pass& p, uint64_t bytes);
+  // `covers`: the checkpoint's seq with its last chunk (0 before), which the follower may
+  // acknowledge once it installed it.
+  Status post_chunk(Pass& p, uint64_t bytes, uint64_t covers);
   // Waits for the follower's reply to chunk number `replies`, which ends at `offset` of
   // `total`; the last one moves the follower's acked seq to `covers`.
   Status await_reply(Pass& p, uint32_t replies, uint64_t offset, uint64_t total, uint64_t len,

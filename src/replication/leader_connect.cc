@@ -14,6 +14,7 @@ namespace rdmarepl::replication::detail {
 void Leader::control_loop() noexcept {
   const auto tick = std::chrono::milliseconds(10);
   while (sleep_for(tick)) {
+    regions_->maintain();  // idle registrations released, missed ones registered again
     for (auto& s : shards_)
       for (auto& l : s->links) {
         if (stopping()) return;
@@ -26,11 +27,14 @@ void Leader::control_loop() noexcept {
 bool Leader::try_connect(Shard& s, Link& l) noexcept {
   const auto& peer = options_.peers[l.follower];
   // Exponential backoff: the first retry after reconnect_interval, then doubling up to
-  // reconnect_max_interval (validate() keeps it >= reconnect_interval); reset when a
-  // connection comes up.
+  // reconnect_max_interval (validate() keeps it >= reconnect_interval). It starts again only
+  // after a connection carried traffic (an acknowledgement, and up for a second: see
+  // link_down()), not when one merely comes up: a peer that fails right after the handshake
+  // is retried ever more slowly, like one that refuses it.
   const auto ns = [](std::chrono::milliseconds d) {
     return static_cast<uint64_t>(d.count()) * 1'000'000;
   };
+  if (l.proven.exchange(false, std::memory_order_acq_rel)) l.backoff_ns = 0;
   l.backoff_ns = l.backoff_ns == 0
                      ? ns(options_.reconnect_interval)
                      : std::min(ns(options_.reconnect_max_interval), l.backoff_ns * 2);
@@ -77,7 +81,6 @@ bool Leader::try_connect(Shard& s, Link& l) noexcept {
     return false;
   }
   l.last_error.clear();
-  l.backoff_ns = 0;
   log::info("rdmarepl leader: connected to follower {} shard {} over {}", peer.to_string(), s.index,
             transport_->name());
   return true;
@@ -161,6 +164,10 @@ Status Leader::install(Shard& s, Link& l, std::unique_ptr<transport::Connection>
   l.shipping = false;
   ++l.generation;
   l.acked_seq.store(resume, std::memory_order_release);
+  l.up_since_ns = mono_ns();
+  l.heard_ns = l.up_since_ns;
+  l.acked_once = false;
+  l.sent_seq = resume;
   l.up.store(true, std::memory_order_release);
   if (l.ever_connected) ChannelMetrics::add(metrics_.reconnects);
   if (bn < s.window.end_bn() && l.ever_connected)

@@ -44,6 +44,7 @@ Link::Post Link::post_batch(const transport::WriteRequest& bytes, bool large_bat
     f.ring_consumed = ring_space.place(len).consumed;
   inflight[(inflight_head + inflight_count) % inflight.size()] = f;
   ++inflight_count;
+  if (last_seq > sent_seq) sent_seq = last_seq;
   return Post::posted;
 }
 

@@ -10,10 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "rdmarepl/core/clock.h"
 #include "rdmarepl/transport/transport.h"
 #include "ring_space.h"
 
 namespace rdmarepl::replication::detail {
+
+// How long a connection must have been up, with an acknowledgement received, for its loss to
+// restart the reconnect backoff from reconnect_interval (leader_connect.cc).
+inline constexpr uint64_t kProvenNs = 1'000'000'000;
 
 struct InFlight {
   uint64_t last_seq = 0;
@@ -34,6 +39,10 @@ struct Link {
   bool stalled = false;
   uint64_t next_send_bn = 0;
   std::atomic<uint64_t> acked_seq{0};
+  // The newest seq the follower may acknowledge on this connection: its resume point at
+  // install, then the last seq of each batch posted (and a shipped checkpoint's seq). An
+  // acknowledgement beyond it is a protocol error.
+  uint64_t sent_seq = 0;
   std::atomic<bool> up{false};
   std::atomic<uint64_t> down_since_ns{0};
   bool ever_connected = false;
@@ -48,7 +57,16 @@ struct Link {
   uint32_t ship_reply = 0;
   // Control thread only.
   uint64_t next_attempt_ns = 0;
-  uint64_t backoff_ns = 0;  // wait after the last failed attempt; 0 after a success
+  uint64_t backoff_ns = 0;  // wait after the last attempt; 0 once a connection proved itself
+  // Shard lock: when the connection came up, and whether it carried an acknowledgement.
+  uint64_t up_since_ns = 0;
+  bool acked_once = false;
+  // Shard lock: when the follower last answered on this connection (acknowledgement or
+  // checkpoint reply; install counts as one), for ChannelOptions::ack_timeout.
+  uint64_t heard_ns = 0;
+  // Set when a connection that carried traffic for kProvenNs went down: the next attempt
+  // starts the backoff again from reconnect_interval (read by the control thread).
+  std::atomic<bool> proven{false};
   std::string last_error;
 
   enum class Post : uint8_t {
@@ -75,6 +93,12 @@ struct Link {
   // local_addr, length, lkey and extra ones); the rest of the request is filled in here.
   Post post_batch(const transport::WriteRequest& bytes, bool large_batch, uint64_t last_seq,
                   uint64_t wr_id) noexcept;
+  // Whether the follower has batches in flight and answered nothing for more than
+  // `limit_ns` (0: never). A connection shipping a checkpoint is exempt: the
+  // catch-up thread bounds each chunk's wait itself.
+  [[nodiscard]] bool silent(uint64_t limit_ns) const noexcept {
+    return limit_ns != 0 && inflight_count > 0 && !shipping && mono_ns() - heard_ns > limit_ns;
+  }
   // Retires the batches in flight that an acknowledgement of `seq` covers: their ring credit
   // or the large-record buffer is free again.
   void retire(uint64_t seq) noexcept;

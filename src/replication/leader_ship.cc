@@ -74,7 +74,7 @@ Status CatchUp::ship_checkpoint(Pass& p) {
     encode_chunk_header(h,
                         std::span<std::byte, kChunkHeaderSize>(s.staging.data(), kChunkHeaderSize));
     if (!pace(kChunkHeaderSize + len)) return closed_error();
-    RDMAREPL_TRY(post_chunk(p, kChunkHeaderSize + len));
+    RDMAREPL_TRY(post_chunk(p, kChunkHeaderSize + len, (h.flags & kChunkLast) != 0 ? covers : 0));
     ++replies;
     offset += len;
     // The reply: the staging buffer is free again and the follower wants the next chunk.
@@ -104,7 +104,7 @@ Status CatchUp::claim_link(Pass& p) {
   }
 }
 
-Status CatchUp::post_chunk(Pass& p, uint64_t bytes) {
+Status CatchUp::post_chunk(Pass& p, uint64_t bytes, uint64_t covers) {
   std::lock_guard lock(p.s.mu);
   if (over(p.l, p.generation)) return closed_error();
   transport::WriteRequest wr;
@@ -120,6 +120,8 @@ Status CatchUp::post_chunk(Pass& p, uint64_t bytes) {
     host_.link_down(p.s, p.l, "a checkpoint chunk could not be posted");
     return closed_error();
   }
+  // Once the last chunk is installed the follower acknowledges the checkpoint's seq.
+  if (covers > p.l.sent_seq) p.l.sent_seq = covers;
   return ok_status();
 }
 

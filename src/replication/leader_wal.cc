@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "batch_limits.h"
 #include "imm.h"
@@ -25,11 +27,27 @@ Status Leader::open_wal() {
                  "a leader with ChannelOptions::wal_dir needs its store (recovery replays the "
                  "log into it); create the channel through ReplicationChannel<Store>");
   Wal::Recovered rec;
+  // Per shard: logged batches too large to send under these options, and the largest.
+  std::vector<std::pair<uint64_t, uint64_t>> unsendable(shards_.size());
   auto w = Wal::open(
       options_, store_,
-      [this](const BatchView& v, std::span<const std::byte> bytes) { recover_batch(v, bytes); },
+      [&](const BatchView& v, std::span<const std::byte> bytes) {
+        if (recover_batch(v, bytes)) return;
+        auto& [count, largest] = unsendable[v.header.shard];
+        ++count;
+        largest = std::max<uint64_t>(largest, bytes.size());
+      },
       &rec, &metrics_);
   if (!w) return std::move(w).error();
+  for (size_t i = 0; i < unsendable.size(); ++i) {
+    if (unsendable[i].first == 0) continue;
+    log::warn(
+        "write-ahead log {}: shard {} holds {} batches of up to {} bytes, more than the {} "
+        "bytes these options can send (the log was written with a larger ring_bytes or "
+        "max_value_bytes); the retained window starts after them, and a follower that needs "
+        "them is refused: restart with the options that wrote the log to serve it",
+        options_.wal_dir, i, unsendable[i].first, unsendable[i].second, max_batch_bytes(options_));
+  }
   wal_ = std::move(*w);
   catchup_ = std::make_unique<CatchUp>(options_, metrics_, *wal_, shards_,
                                        static_cast<CatchUpHost&>(*this));
@@ -66,12 +84,19 @@ void Leader::start_wal() {
 
 // A replayed batch goes back into the retained window, so that followers that were behind
 // when this leader stopped resume from it. Only the newest batches stay when the log holds
-// more than the window (a follower behind them gets Errc::not_found, see install()).
-void Leader::recover_batch(const BatchView& v, std::span<const std::byte> bytes) noexcept {
-  if (v.header.record_count == 0) return;
+// more than the window (a follower behind them gets Errc::not_found, see install()). False
+// for a batch these options cannot send (larger than max_batch_bytes()).
+bool Leader::recover_batch(const BatchView& v, std::span<const std::byte> bytes) noexcept {
+  if (v.header.record_count == 0) return true;
   Shard& s = *shards_[v.header.shard];
   const uint64_t len = bytes.size();
-  if (make_room(s, len) == RetainedWindow::Room::stalled) return;
+  if (len > max_batch_bytes(options_)) {
+    // Never sendable: the window restarts after it, so that it stays contiguous in seqs.
+    while (s.window.evict_oldest([](const BatchDesc&) { return true; })) {
+    }
+    return false;
+  }
+  if (make_room(s, len) == RetainedWindow::Room::stalled) return true;
   const auto p = s.window.space().place(len);
   std::memcpy(s.window.data() + p.offset, bytes.data(), len);
   BatchDesc d;
@@ -84,6 +109,7 @@ void Leader::recover_batch(const BatchView& v, std::span<const std::byte> bytes)
   d.t0_ns = mono_ns();
   d.lsn = 0;  // read back from the log: durable
   s.window.push(d);
+  return true;
 }
 
 void Leader::wal_seal(Shard& s, BatchDesc& d) noexcept {

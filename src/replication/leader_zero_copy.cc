@@ -17,6 +17,8 @@ Status Leader::open_pool() {
                                     "zero padding of zero-copy batches", &memory_counters_);
   if (!z.ok()) return std::move(z).error();
   zeros_ = std::move(z).value();
+  regions_ = std::make_unique<StoreRegions>(memory::transport_registrar(*transport_),
+                                            options_.region_idle_timeout, &region_counters_);
   if (options_.zero_copy_pool_bytes == 0) return ok_status();
   memory::PoolOptions po;
   po.pool_bytes = options_.zero_copy_pool_bytes;
@@ -70,6 +72,17 @@ WriteResult Leader::write_buffer(std::string_view key, memory::Buffer&& value) n
     r.status = WriteStatus::too_large;
     return r;
   }
+  const auto bytes = v.bytes();
+  const uint32_t lkey = v.lkey();
+  HeldValue held;
+  held.buffer = std::move(v);
+  return write_gathered(key, bytes, lkey, std::move(held));
+}
+
+WriteResult Leader::write_gathered(std::string_view key, std::span<const std::byte> value,
+                                   uint32_t lkey, HeldValue&& held) noexcept {
+  WriteResult r;
+  HeldValue h = std::move(held);  // released at once unless the window takes it
   const uint32_t shard = shard_of(key, options_.shards);
   Shard& s = *shards_[shard];
   const uint64_t ts = wall_ns();
@@ -79,24 +92,25 @@ WriteResult Leader::write_buffer(std::string_view key, memory::Buffer&& value) n
   // take room in the window.
   r.status = reserve(s, lock, kRecordHeaderSize + key.size(), true);
   if (r.status != WriteStatus::ok) return r;
-  s.open.add_head(Op::put, key, static_cast<uint32_t>(v.size()), ts);
-  count_value(s, v.size());
+  s.open.add_head(Op::put, key, static_cast<uint32_t>(value.size()), ts);
+  count_value(s, value.size());
   const uint64_t seq = s.open.next_seq() - 1;
   s.next_seq.store(seq + 1, std::memory_order_release);
   ChannelMetrics::add(metrics_.records_replicated);
-  ChannelMetrics::add(metrics_.bytes_replicated, record_size(key.size(), v.size()));
+  ChannelMetrics::add(metrics_.bytes_replicated, record_size(key.size(), value.size()));
   if (options_.ack_mode == AckMode::none && !(wal_ && wal_->gates()))
     s.committed.store(seq, std::memory_order_release);
-  seal_gathered(s, std::move(v));
+  seal_gathered(s, value, lkey, std::move(h));
   send_pending(s);
   r.ticket = Ticket{shard, seq};
   return r;
 }
 
-void Leader::seal_gathered(Shard& s, memory::Buffer&& value) noexcept {
+void Leader::seal_gathered(Shard& s, std::span<const std::byte> value, uint32_t lkey,
+                           HeldValue&& held) noexcept {
   BatchDesc d;
   d.offset = s.open_offset;
-  d.len = s.open.seal_gathered(value.bytes());  // reads the value once, for the checksum
+  d.len = s.open.seal_gathered(value);  // reads the value once, for the checksum
   d.consumed = s.open_consumed;
   d.first_seq = s.open.first_seq();
   d.count = s.open.count();
@@ -105,12 +119,12 @@ void Leader::seal_gathered(Shard& s, memory::Buffer&& value) noexcept {
   d.head = static_cast<uint32_t>(s.open.encoded());
   d.value = value.data();
   d.value_len = static_cast<uint32_t>(value.size());
-  d.value_lkey = value.lkey();
+  d.value_lkey = lkey;
   s.open_active = false;
   s.open_large = false;
   wal_seal(s, d);
   push_desc(s, d);
-  s.window.hold_newest(std::move(value));
+  s.window.hold_newest(std::move(held));
 }
 
 void Leader::release_acked_values(Shard& s) noexcept {
@@ -125,7 +139,7 @@ void Leader::release_acked_values(Shard& s) noexcept {
   while (s.window.held_buffers() > 0 && s.window.evict_oldest(all_acked)) released = true;
   // The evicting thread (usually the poller) allocates nothing: hand the chunks it just got
   // back to the shared lists at once, where writers find them.
-  if (released) pool_->flush_thread_cache();
+  if (released && pool_) pool_->flush_thread_cache();
 }
 
 transport::WriteRequest Leader::batch_bytes(const Shard& s, const BatchDesc& d) const noexcept {

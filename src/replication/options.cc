@@ -99,6 +99,12 @@ Status check_sizes(const ChannelOptions& o) {
         fmt::format("ChannelOptions::zero_copy_pool_bytes = {} is out of range: use 0 "
                     "(no zero-copy pool) or {} (1 MiB) .. 1 TiB",
                     o.zero_copy_pool_bytes, memory::kMaxClassSize));
+  if (o.region_idle_timeout < std::chrono::milliseconds(10) ||
+      o.region_idle_timeout > std::chrono::hours(24))
+    return bad(
+        fmt::format("ChannelOptions::region_idle_timeout = {} ms is out of range; use 10 ms .. "
+                    "86400000 ms (24 h); the default is 300000 ms (300 s)",
+                    o.region_idle_timeout.count()));
   if (o.queue_depth < 4 || o.queue_depth > 4096)
     return bad(fmt::format("ChannelOptions::queue_depth = {} is out of range; use 4..4096",
                            o.queue_depth));
@@ -112,6 +118,11 @@ Status check_reconnect_and_callbacks(const ChannelOptions& o) {
         fmt::format("ChannelOptions::reconnect_max_interval = {} ms must be at least "
                     "reconnect_interval = {} ms (and neither negative)",
                     o.reconnect_max_interval.count(), o.reconnect_interval.count()));
+  if (o.ack_timeout.count() < 0)
+    return bad(
+        fmt::format("ChannelOptions::ack_timeout = {} ms is negative; use 0 (never) or "
+                    "a time longer than the slowest apply and sync of a batch",
+                    o.ack_timeout.count()));
   if (o.max_pending_callbacks > (size_t{1} << 24))
     return bad(
         fmt::format("ChannelOptions::max_pending_callbacks = {} is out of range; use "

@@ -9,11 +9,20 @@
 #include <utility>
 #include <vector>
 
+#include "rdmarepl/memory/registration_cache.h"
 #include "rdmarepl/memory/slab_pool.h"
 #include "registered_buffer.h"
 #include "ring_space.h"
 
 namespace rdmarepl::replication::detail {
+
+// What the window holds for a gathered batch until it is evicted: the pool Buffer of a
+// replicate(key, Buffer), or the Pin on the store region a plain replicate() value lies in.
+struct HeldValue {
+  memory::Buffer buffer;
+  memory::RegistrationCache::Pin pin;
+  [[nodiscard]] bool holds() const noexcept { return buffer || pin; }
+};
 
 struct BatchDesc {
   uint64_t offset = 0;    // in the window
@@ -24,10 +33,11 @@ struct BatchDesc {
   bool large = false;
   uint64_t t0_ns = 0;  // when its first record was accepted
   uint64_t lsn = 0;    // its write-ahead log ticket (0 without a log or when recovered)
-  // A zero-copy batch (replicate(key, Buffer)): only its first `head` bytes (batch header,
-  // record header, key) are in the window; the `value_len` value bytes follow from the pool
-  // buffer at `value` (held by the window until eviction), then zero padding up to `len`.
-  // 0 for an ordinary batch, wholly in the window.
+  // A gathered batch (replicate(key, Buffer), or a value in a registered store region):
+  // only its first `head` bytes (batch header, record header, key) are in the window; the
+  // `value_len` value bytes follow from `value` (the pool Buffer or the store region, held
+  // by the window until eviction), then zero padding up to `len`. 0 for an ordinary batch,
+  // wholly in the window.
   uint32_t head = 0;
   uint32_t value_len = 0;
   uint32_t value_lkey = 0;
@@ -65,12 +75,12 @@ class RetainedWindow {
     ++end_bn_;
   }
 
-  // Keeps the pool buffer of the newest batch (a zero-copy one) until it is evicted.
-  void hold_newest(memory::Buffer&& value) noexcept {
+  // Keeps the value of the newest batch (a gathered one) until it is evicted.
+  void hold_newest(HeldValue&& value) noexcept {
     values_[(end_bn_ - 1) % values_.size()] = std::move(value);
     ++held_;
   }
-  // Zero-copy batches in the window, whose buffers it holds.
+  // Gathered batches in the window, whose Buffers or region Pins it holds.
   [[nodiscard]] size_t held_buffers() const noexcept { return held_; }
 
   // Evicts the oldest batch when `evictable(desc)` allows it.
@@ -80,8 +90,9 @@ class RetainedWindow {
     const BatchDesc& d = desc(first_bn_);
     if (!evictable(d)) return false;
     space_.release(d.consumed);
-    if (memory::Buffer& v = values_[first_bn_ % values_.size()]) {
-      v.reset();  // a zero-copy batch's value goes back to the pool
+    if (HeldValue& v = values_[first_bn_ % values_.size()]; v.holds()) {
+      v.buffer.reset();  // a pool Buffer goes back to the pool
+      v.pin.reset();     // a store region may be released again
       --held_;
     }
     ++first_bn_;
@@ -146,7 +157,7 @@ class RetainedWindow {
   RegisteredBuffer buffer_;
   RingSpace space_;
   std::vector<BatchDesc> descs_;
-  std::vector<memory::Buffer> values_;  // parallel to descs_: zero-copy batches' values
+  std::vector<HeldValue> values_;  // parallel to descs_: gathered batches' values
   size_t held_ = 0;
   uint64_t first_bn_ = 0;
   uint64_t end_bn_ = 0;

@@ -17,9 +17,11 @@ list(APPEND RDMAREPL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/leader_connect.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_knobs.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_link.cc
+  ${CMAKE_CURRENT_LIST_DIR}/leader_regions.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_ship.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_wal.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_zero_copy.cc
   ${CMAKE_CURRENT_LIST_DIR}/options.cc
   ${CMAKE_CURRENT_LIST_DIR}/registered_buffer.cc
+  ${CMAKE_CURRENT_LIST_DIR}/store_regions.cc
   ${CMAKE_CURRENT_LIST_DIR}/transport_select.cc)

@@ -128,7 +128,7 @@ TEST_CASE("the least recently used unpinned registration is evicted at capacity"
   CHECK(fake.is_live(mem.page(0)));
 }
 
-TEST_CASE("idle registrations expire; pinned ones do not", "[unit][memory]") {
+TEST_CASE("idle registrations expire, pinned ones do not", "[unit][memory]") {
   StoreMemory mem(4);
   testing::FakeRegistrar fake;
   CacheOptions o;
@@ -188,4 +188,45 @@ TEST_CASE("the cache deregisters everything when destroyed", "[unit][memory]") {
   }
   CHECK(fake.live() == 0);
   CHECK(fake.dereg_calls() == 4);
+}
+
+TEST_CASE("pin_cached pins only what is still cached, and release waits for the pins",
+          "[unit][memory]") {
+  StoreMemory mem(8);
+  REQUIRE(mem.base != nullptr);
+  testing::FakeRegistrar fake;
+  TranslationTable table;
+  RegistrationCache cache(fake.registrar(), CacheOptions{}, nullptr, &table);
+  {
+    auto a = cache.acquire(mem.page(0), 4 * kPageSize, Access{});
+    REQUIRE(a.ok());
+  }
+  const auto found = table.lookup(mem.page(1) + 10, 100);
+  REQUIRE(found.has_value());
+
+  auto pin = cache.pin_cached(*found);
+  REQUIRE(pin);
+  CHECK(pin.keys() == found->keys);
+  CHECK(cache.pins(mem.page(0)) == 1);
+  CHECK(cache.pins(mem.page(1)) == 0);  // not the start of a cached registration
+  CHECK(stats_of(cache).cache_hits == 1);
+
+  // Pinned: neither released nor expired.
+  CHECK(cache.release(mem.page(0)) == RegistrationCache::Release::pinned);
+  CHECK(cache.reclaim_idle(mono_ns() + kHour) == 0);
+  pin.reset();
+  CHECK(cache.pins(mem.page(0)) == 0);
+  CHECK(cache.release(mem.page(0)) == RegistrationCache::Release::released);
+  CHECK(fake.dereg_calls() == 1);
+  CHECK(table.size() == 0);
+  CHECK(cache.release(mem.page(0)) == RegistrationCache::Release::absent);
+
+  // A table entry of a registration released since is not pinned (no stale keys).
+  CHECK_FALSE(cache.pin_cached(*found));
+  {
+    auto again = cache.acquire(mem.page(0), 4 * kPageSize, Access{});
+    REQUIRE(again.ok());
+  }
+  CHECK_FALSE(cache.pin_cached(*found));  // same range, new keys
+  CHECK(cache.pin_cached(*table.lookup(mem.page(0))));
 }

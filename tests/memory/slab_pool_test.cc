@@ -183,27 +183,7 @@ TEST_CASE("growing the pool registers one arena on the control plane", "[unit][m
   CHECK(b);
 }
 
-TEST_CASE("grow_on_exhaustion is refused for registered pools", "[unit][memory]") {
-  PoolOptions o = small_pool();
-  o.grow_on_exhaustion = true;
-  auto pool = SlabPool::create(o, local_registrar());
-  REQUIRE_FALSE(pool.ok());
-  CHECK(pool.error().is(Errc::invalid_argument));
-  CHECK(pool.error().message().find("control plane") != std::string::npos);
-
-  auto ordinary = SlabPool::create(o, no_registrar());
-  REQUIRE(ordinary.ok());
-  std::vector<Buffer> bufs;
-  for (int i = 0; i < 3; ++i) {
-    bufs.push_back((*ordinary)->alloc(kMaxClassSize));
-    CHECK(bufs.back());
-  }
-  CHECK((*ordinary)->arena_count() == 3);
-  CHECK((*ordinary)->stats().registrations == 0);
-  CHECK(bufs[0].lkey() == 0);
-}
-
-TEST_CASE("idle arenas are released; arenas with a live buffer are not", "[unit][memory]") {
+TEST_CASE("idle arenas are released, arenas with a live buffer are not", "[unit][memory]") {
   testing::FakeRegistrar fake;
   PoolOptions o = small_pool(2);
   o.idle_timeout = std::chrono::milliseconds(50);

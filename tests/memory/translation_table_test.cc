@@ -55,7 +55,7 @@ TEST_CASE("translation at region boundaries", "[unit][memory]") {
   CHECK(s.translation_misses == 7);
 }
 
-TEST_CASE("overlapping or empty regions are refused; erase removes by start", "[unit][memory]") {
+TEST_CASE("overlapping or empty regions are refused, erase removes by start", "[unit][memory]") {
   TranslationTable t;
   REQUIRE(t.insert(region(0x10000, 0x2000, 1)).ok());
   auto overlap_tail = t.insert(region(0x11000, 0x2000, 2));

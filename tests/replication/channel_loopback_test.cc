@@ -420,7 +420,7 @@ TEST_CASE("on_commit and commit_future fire once each, after the write meets the
   CHECK(failed.load() == 0);
 }
 
-TEST_CASE("on_commit: an already committed ticket runs at once; bad tickets are refused",
+TEST_CASE("on_commit: an already committed ticket runs at once, bad tickets are refused",
           "[channel][callbacks]") {
   auto o = base_options();
   o.ack_mode = AckMode::one;

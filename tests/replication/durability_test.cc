@@ -266,7 +266,7 @@ TEST_CASE("a follower recovers its store and applied seqs from its log and resum
   CHECK(fstore->applied_count() - applied_before == 500);
 }
 
-TEST_CASE("a leader recovers store, seqs and window from its log; a new follower catches up",
+TEST_CASE("a leader recovers store, seqs and window from its log, a new follower catches up",
           "[durability][concurrency]") {
   TempDir ldir, fdir;
   auto fabric = std::make_shared<LoopbackFabric>();
@@ -787,4 +787,63 @@ TEST_CASE("catch-up starts reading the log at the segment that can hold the foll
     }
   CHECK(skipped);  // the newest points start past the first segment
   (*w)->close();
+}
+
+// A log written under a larger ring_bytes holds batches larger than any ring batch the new
+// options seal, possibly larger than the follower's ring: they go through the large-record
+// buffer when it holds them, and are refused with the fix named when nothing can.
+TEST_CASE(
+    "a leader restarted with a smaller ring still sends, or names the fix for, its "
+    "logged batches",
+    "[durability][concurrency]") {
+  TempDir ldir, fdir;
+  auto fabric = std::make_shared<LoopbackFabric>();
+  auto o = base_options();
+  o.shards = 1;
+  o.ack_mode = AckMode::none;  // the follower is not running yet
+  o.ring_bytes = 8 << 20;
+  o.batch_bytes = 2 << 20;
+  o.flush_delay = std::chrono::microseconds(2'000'000);
+  o.retain_bytes = 32 << 20;
+  o.max_value_bytes = 4 << 20;
+  o.wal_segment_bytes = 16 << 20;
+  MapStore expected;
+  {
+    MapStore lstore;
+    auto leader = make(leader_options(o, {31300}, ldir.path()), lstore, fabric);
+    wait_committed(*leader, write_records(*leader, expected, 6000, 9, 1000));
+    CHECK(leader->metrics().batches_sealed <= 6);  // batches of about 2 MiB
+  }
+  auto small = o;
+  small.ring_bytes = 1 << 20;
+  small.batch_bytes = 64 << 10;
+
+  SECTION("through the large-record buffer when it holds them") {
+    MapStore lstore;
+    auto leader = make(leader_options(small, {31300}, ldir.path()), lstore, fabric);
+    MapStore fstore;
+    auto follower = make(follower_options(small, 31300, fdir.path()), fstore, fabric);
+    auto st = leader->wait_all_acked(30s);
+    INFO((st.ok() ? std::string() : st.error().message()));
+    REQUIRE(st.ok());
+    CHECK(fstore.digest() == expected.digest());
+  }
+  SECTION("refused, naming the fix, when nothing can hold them") {
+    small.max_value_bytes = 64 << 10;  // the largest batch is now 512 KiB
+    small.retain_bytes = 8 << 20;
+    LogCapture logs;
+    MapStore lstore;
+    auto leader = make(leader_options(small, {31300}, ldir.path()), lstore, fabric);
+    CHECK(lstore.digest() == expected.digest());  // the store is recovered all the same
+    CHECK(logs.contains("more than the 524", "written with a larger ring_bytes"));
+    MapStore fstore;
+    auto follower = make(follower_options(small, 31300, fdir.path()), fstore, fabric);
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!logs.contains("the largest batch these options allow") &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(10ms);
+    CHECK(logs.contains("the largest batch these options allow",
+                        "restart this leader with the options that wrote the log"));
+    CHECK(fstore.digest() == MapStore().digest());
+  }
 }

@@ -41,7 +41,7 @@ TEST_CASE("validate(KnobBounds) rejects malformed ranges with the values in the 
   CHECK_FALSE(validate(b).ok());
 }
 
-TEST_CASE("validate(Knobs) names the offending knob; clamp makes any knobs valid", "[tuning]") {
+TEST_CASE("validate(Knobs) names the offending knob, clamp makes any knobs valid", "[tuning]") {
   KnobBounds b;
   Knobs k;
   REQUIRE(validate(k, b).ok());

@@ -36,7 +36,7 @@ Registrar transport_registrar(transport::Transport& transport);
 // (which checks keys itself) and for tests.
 Registrar local_registrar();
 
-// No registration at all: for the ordinary (unregistered) half of the hybrid pool.
+// No registration at all: an ordinary (unregistered) pool, whose keys are zero.
 inline Registrar no_registrar() {
   return {};
 }

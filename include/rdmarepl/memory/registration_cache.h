@@ -87,6 +87,16 @@ class RegistrationCache {
   // pinned registrations.
   Result<Pin> acquire(const void* addr, size_t length, transport::Access access);
 
+  // Data path: pins the cached registration `region` (as the translation table returned it)
+  // while it is still cached, counting a hit; an empty Pin when it was released since.
+  // Never registers, never allocates.
+  Pin pin_cached(const transport::RegisteredRegion& region) noexcept;
+  enum class Release : uint8_t { released, absent, pinned };
+  // Deregisters the cached registration that starts at `addr` unless a Pin holds it.
+  Release release(const void* addr);
+  // Pins held on the cached registration that starts at `addr` (0 when none is cached).
+  [[nodiscard]] uint32_t pins(const void* addr) const;
+
   // Deregisters unpinned entries unused for idle_timeout as of `now_ns`. Returns how many.
   size_t reclaim_idle(uint64_t now_ns = mono_ns());
   // Deregisters every unpinned entry.

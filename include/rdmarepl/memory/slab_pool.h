@@ -4,8 +4,7 @@
 // cache: no lock, no locked instruction, no registration. Only when its cache of a class
 // runs dry or overflows does it exchange a batch with the shared per-class list under that
 // class's mutex. Registration happens only in create() and grow(), on the control plane;
-// when the pool is exhausted alloc() returns an empty Buffer and counts a failure (unless
-// the pool is unregistered and grow_on_exhaustion is set, see PoolOptions).
+// when the pool is exhausted alloc() returns an empty Buffer and counts a failure.
 //
 // Idle release: reclaim_idle(), called periodically by the owner, releases (deregisters and
 // unmaps) every arena whose chunks have all been back in the shared lists for idle_timeout.
@@ -52,9 +51,6 @@ struct PoolOptions {
   std::chrono::milliseconds idle_timeout{std::chrono::seconds(300)};
   // The first `retain_arenas` arenas are never released.
   size_t retain_arenas = 0;
-  // For unregistered pools only: map another arena when exhausted instead of failing (the
-  // mmap happens on the refill path; nothing is ever registered there).
-  bool grow_on_exhaustion = false;
 
   [[nodiscard]] size_t initial_bytes() const noexcept {
     if (pool_bytes != 0) return pool_bytes;

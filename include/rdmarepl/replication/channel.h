@@ -87,11 +87,48 @@ class ReplicationChannel {
   }
   // The zero-copy pool's counters. `registrations` counts every registration of the channel
   // (the pool's arenas, its windows and buffers; MetricsSnapshot::memory_registrations): all
-  // are made by create(), and it never grows on the data path.
+  // are made by create(), and it never grows on the data path. The store's regions
+  // (register_region() below) are counted apart, in MetricsSnapshot::region_registrations.
   [[nodiscard]] memory::MemoryStats memory_stats() const { return core_->memory_stats(); }
-  // Zero-copy batches whose Buffers are still held (not yet acknowledged by every follower
-  // and evicted); 0 once everything was acknowledged and progress() ran.
+  // Zero-copy batches whose Buffers (or store-region values) are still held (not yet
+  // acknowledged by every follower and evicted); 0 once everything was acknowledged and
+  // progress() ran.
   [[nodiscard]] size_t zero_copy_retained() const { return core_->zero_copy_retained(); }
+
+  // The store's own memory (leader, control plane). register_region() registers
+  // [addr, addr + length) (e.g. the store's mmap'd append-only arena of values) for local
+  // access only (never remotely accessible). From then on, a replicate(key, value) whose
+  // value (of at least 4 KiB) lies wholly inside a registered region is sent and logged by
+  // gather from where it lies, never copied; any other value is copied as before. Errors:
+  // the address or length not a multiple of 4 KiB (Errc::misaligned), a range not mapped
+  // (Errc::not_mapped), an overlap with a registered region, more than 64 regions; each
+  // message says what to do.
+  //
+  // Lifetime contract: the bytes of a value passed to replicate() must stay unchanged, and
+  // mapped, until its batch leaves the retained window (every follower acknowledged it and
+  // the log has it; a follower that reconnects before then is resent those bytes). While a
+  // retained batch references a region, region_references(addr) > 0. unregister_region()
+  // stops gathering from the region at once, then waits (driving progress()) up to
+  // `timeout` until no retained batch references it and deregisters it: after ok, the
+  // store may unmap or reuse the memory. Errc::timeout otherwise (the region stays
+  // retiring: call it again); Errc::not_found when no region starts at `addr`.
+  //
+  // A region from which no value was replicated for ChannelOptions::region_idle_timeout
+  // loses its registration but stays registered as far as the store is concerned: the
+  // next value from it is copied, and the channel's control thread registers it again
+  // (MetricsSnapshot::region_cache_misses / region_cache_hits; Observation::
+  // reg_cache_hit_rate). Registration never happens on the data path.
+  Status register_region(const void* addr, size_t length) {
+    return core_->register_region(addr, length);
+  }
+  Status unregister_region(const void* addr,
+                           std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    return core_->unregister_region(addr, timeout);
+  }
+  // Retained batches whose value lies in the region registered at `addr`.
+  [[nodiscard]] size_t region_references(const void* addr) const {
+    return core_->region_references(addr);
+  }
   // Seals every open batch now (they are sent as credits allow).
   void flush() noexcept { core_->flush(); }
 

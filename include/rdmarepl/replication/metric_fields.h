@@ -19,6 +19,7 @@
   X(queue_depth, gauge, "batches", "leader: sealed batches not yet acked by every follower")       \
   X(reconnects, counter, "connections", "connections (re)established after the first")             \
   X(protocol_errors, counter, "events", "bad batches / immediates (connection dropped)")           \
+  X(ack_timeouts, counter, "events", "leader: connections dropped by ack_timeout")                 \
   X(records_applied, counter, "records", "follower: Store::apply calls")                           \
   X(records_recovered, counter, "records", "records replayed from the channel's WAL at create()")  \
   X(records_skipped, counter, "records", "follower: duplicates skipped after a reconnect")         \
@@ -30,7 +31,15 @@
   X(tuner_decisions, counter, "events", "decisions made by the channel's tuner")                   \
   X(followers, gauge, "followers", "leader: followers configured (per-follower entries used)")     \
   X(memory_registrations, counter, "registrations",                                                \
-    "memory registrations made; all at create(), none on the data path")
+    "memory registrations made; all at create(), none on the data path")                           \
+  X(region_values_gathered, counter, "records",                                                    \
+    "leader: replicate() values sent by gather from a registered store region")                    \
+  X(region_cache_hits, counter, "records",                                                         \
+    "leader: values in a store region whose registration was cached (gathered)")                   \
+  X(region_cache_misses, counter, "records",                                                       \
+    "leader: values in a store region released while idle (copied; registered again)")             \
+  X(region_registrations, counter, "registrations",                                                \
+    "leader: store regions registered (register_region(), again after an idle release)")
 
 // X(name, unit, help): a metrics::Histogram (snapshot: count, sum, max, percentiles).
 #define RDMAREPL_CHANNEL_HISTOGRAMS(X)                                            \

@@ -133,12 +133,22 @@ struct ChannelOptions {
   // the values of every zero-copy batch still in the retained windows, rounded up to their
   // size class (a power of two), plus the Buffers the store holds.
   size_t zero_copy_pool_bytes = 16 * 1024 * 1024;
+  // Leader: a store region (register_region()) from which no value was replicated for this
+  // long loses its registration (the control thread releases it; the next value from it is
+  // copied and the region registered again). 10 ms .. 24 h.
+  std::chrono::milliseconds region_idle_timeout{std::chrono::seconds(300)};
   // Batches in flight per connection (bounded by posted receives on the peer).
   uint32_t queue_depth = 256;
 
   // A replicate() that finds the retained window full (a connected follower is slow) waits
   // for acknowledgements at most this long, then returns WriteStatus::stalled.
   std::chrono::milliseconds stall_timeout{10000};
+  // Leader: a connected follower that has batches in flight and answers nothing for this
+  // long loses its connection, as if it had gone away (away_policy applies; the retained
+  // window no longer waits for it, and it is caught up when it reconnects). Without it one
+  // connected follower that never acknowledges would pin the window and stall every write.
+  // 0: never.
+  std::chrono::milliseconds ack_timeout{30000};
 
   // Leader: callbacks registered with on_commit() / commit_future() that may be pending per
   // shard at once (their storage is allocated at create()).
@@ -151,8 +161,10 @@ struct ChannelOptions {
   // Leader: after a failed connection attempt (or a dropped connection that cannot be
   // re-established at once) the next attempt comes reconnect_interval later; each further
   // consecutive failure doubles the wait, up to reconnect_max_interval, at which a follower
-  // that stays away is then retried (and its failures logged at most that often). A
-  // connection that comes up starts the sequence again.
+  // that stays away is then retried (and its failures logged at most that often). The
+  // sequence starts again only when a connection that carried traffic (an acknowledgement,
+  // and up for at least a second) is lost: one that fails right after its handshake counts
+  // as a failure.
   std::chrono::milliseconds reconnect_interval{100};
   std::chrono::milliseconds reconnect_max_interval{2000};
 

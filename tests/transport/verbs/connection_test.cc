@@ -98,7 +98,7 @@ TEST_CASE("a chain of 64 writes with only the last signaled yields one completio
   CHECK(static_cast<VerbsConnection&>(*p.client).outstanding_sends() == 0);
 }
 
-TEST_CASE("small writes go inline; zero-length writes deliver the immediate alone", "[verbs]") {
+TEST_CASE("small writes go inline, zero-length writes deliver the immediate alone", "[verbs]") {
   auto t = make_transport();
   Ring ring(*t, 4096);
   auto p = connect(*t, *t, with_regions({ring.mr->remote()}));

@@ -60,7 +60,7 @@ void expect_remote_access_error(uint64_t addr_offset, uint32_t rkey_xor) {
 
 }  // namespace
 
-TEST_CASE("a forged rkey is a remote access error; target memory unchanged", "[verbs][fault]") {
+TEST_CASE("a forged rkey is a remote access error, target memory unchanged", "[verbs][fault]") {
   expect_remote_access_error(0, 0x5a5a00);
 }
 
@@ -68,7 +68,7 @@ TEST_CASE("an address past the region is a remote access error", "[verbs][fault]
   expect_remote_access_error(4096 - 8, 0);  // 64 bytes at offset 4088 overrun by 56
 }
 
-TEST_CASE("a wrong lkey fails the request locally; the target is untouched", "[verbs][fault]") {
+TEST_CASE("a wrong lkey fails the request locally, the target is untouched", "[verbs][fault]") {
   auto t = make_transport();
   Target target;
   auto mr = t->register_memory(target.bytes.data(), target.bytes.size(),

@@ -71,6 +71,17 @@ class ChannelCore {
   [[nodiscard]] virtual memory::MemoryStats memory_stats() const { return {}; }
   // Zero-copy batches whose Buffers the retained windows still hold (control plane).
   [[nodiscard]] virtual size_t zero_copy_retained() const { return 0; }
+  // The store's own memory (leader; see ReplicationChannel::register_region). Control plane.
+  virtual Status register_region(const void*, size_t) {
+    return Error(Errc::unsupported,
+                 "register_region: only a leader channel sends values from the store's memory; "
+                 "register regions on the leader");
+  }
+  virtual Status unregister_region(const void*, std::chrono::milliseconds) {
+    return Error(Errc::unsupported,
+                 "unregister_region: only a leader channel has registered store regions");
+  }
+  [[nodiscard]] virtual size_t region_references(const void*) const { return 0; }
   virtual void flush() noexcept = 0;
   [[nodiscard]] virtual bool committed(Ticket ticket) const noexcept = 0;
   virtual Status wait(Ticket ticket, std::chrono::milliseconds timeout) = 0;

@@ -1,0 +1,211 @@
+// A leader facing a follower that breaks the protocol: a peer that completes the handshake
+// as a follower would (docs/wire_format.md, "Replication handshake") and then acknowledges
+// records it was never sent. The leader must drop it with a logged reason and never count
+// those records as committed.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "log_capture.h"
+#include "loopback_options.h"
+#include "loopback_transport.h"
+#include "rdmarepl/rdmarepl.h"
+#include "replication/batch_limits.h"
+#include "replication/hello.h"
+#include "replication/imm.h"
+#include "test_store.h"
+
+using namespace rdmarepl;
+using namespace std::chrono_literals;
+using test::LogCapture;
+using test::LoopbackFabric;
+using test::LoopbackTransport;
+
+namespace {
+
+// A follower written from the wire format alone: it registers the buffers a follower would,
+// answers the handshake with resume point 0 for every shard, and then does only what the
+// test asks.
+class ForgedFollower {
+ public:
+  ForgedFollower(std::shared_ptr<LoopbackFabric> fabric, const ChannelOptions& o, uint16_t port)
+      : transport_(std::move(fabric)), options_(o) {
+    auto l = transport_.listen({"loopback", port});
+    REQUIRE(l.ok());
+    listener_ = std::move(l).value();
+    const uint64_t large = replication::detail::large_buffer_bytes(o);
+    // Rings of both generations, then large-record buffers of both generations.
+    for (uint64_t size : {o.ring_bytes, o.ring_bytes, large, large}) {
+      for (uint32_t s = 0; s < o.shards; ++s) {
+        buffers_.emplace_back(size);
+        auto r = transport_.register_memory(
+            buffers_.back().data(), size,
+            transport::Access::local_write | transport::Access::remote_write);
+        REQUIRE(r.ok());
+        regions_.push_back(std::move(r).value());
+      }
+    }
+  }
+
+  // Accepts one leader connection (of any shard).
+  void accept(std::chrono::milliseconds timeout = 10s) {
+    transport::ConnectionOptions co;
+    co.node_id = "forged-follower";
+    for (auto& r : regions_) co.regions.push_back(r->remote());
+    co.send_queue_depth = co.recv_queue_depth = options_.queue_depth + 8;
+    co.initial_recvs = options_.queue_depth + 4;
+    replication::detail::FollowerHello h;
+    h.shard_count = options_.shards;
+    h.queue_depth = options_.queue_depth;
+    h.ring_bytes = options_.ring_bytes;
+    h.large_bytes = replication::detail::large_buffer_bytes(options_);
+    h.applied.assign(options_.shards, 0);
+    h.generation.assign(options_.shards, 0);
+    co.app_data = replication::detail::encode(h);
+    auto c = listener_->accept(co, timeout);
+    REQUIRE(c.ok());
+    conn_ = std::move(c).value();
+  }
+
+  void close() {
+    conn_->close();
+    conn_.reset();
+  }
+
+  // Acknowledges `seq` on the accepted connection.
+  void ack(uint64_t seq) {
+    transport::WriteRequest w;
+    const auto& target = conn_->peer().regions.front();
+    w.remote_addr = target.addr;
+    w.rkey = target.rkey;
+    w.imm = replication::make_imm(replication::ImmKind::ack, static_cast<uint32_t>(seq));
+    REQUIRE(conn_->post_writes(std::span<const transport::WriteRequest>(&w, 1)) ==
+            transport::PostStatus::ok);
+  }
+
+ private:
+  LoopbackTransport transport_;
+  ChannelOptions options_;
+  std::unique_ptr<transport::Listener> listener_;
+  std::vector<std::vector<std::byte>> buffers_;
+  std::vector<std::unique_ptr<transport::MemoryRegion>> regions_;
+  std::unique_ptr<transport::Connection> conn_;
+};
+
+}  // namespace
+
+TEST_CASE("an acknowledgement of records never sent on the connection drops it", "[replication]") {
+  auto fabric = std::make_shared<LoopbackFabric>();
+  ChannelOptions o = test::loopback_options();
+  o.shards = 1;
+  o.max_value_bytes = 4096;
+  o.retain_bytes = 1 << 20;
+  o.ack_mode = AckMode::all;
+  o.flush_delay = 10s;  // the records stay in the open batch: assigned, never sent
+  o.batch_bytes = 64 * 1024;
+  o.role = Role::leader;
+  o.node_id = "leader";
+  o.peers.push_back({"loopback", 32100});
+  ForgedFollower forged(fabric, o, 32100);
+
+  LogCapture logs;
+  test::MapStore store;
+  auto leader = ReplicationChannel<test::MapStore>::create(
+      o, store, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(leader.ok());
+  forged.accept();
+  Ticket last;
+  for (int i = 0; i < 10; ++i) {
+    auto w = (*leader)->replicate("k" + std::to_string(i), "v");
+    REQUIRE(w.ok());
+    last = w.ticket;
+  }
+  REQUIRE(last.seq == 10);
+  forged.ack(10);  // within what the leader assigned, but nothing was sent yet
+
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!logs.contains("acknowledgement of seq 10") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(5ms);
+  CHECK(logs.contains("protocol error: acknowledgement of seq 10", "last sent on this connection"));
+  CHECK((*leader)->metrics().protocol_errors >= 1);
+  CHECK_FALSE((*leader)->committed(last));
+}
+
+TEST_CASE("a follower that fails right after each handshake is retried ever more slowly",
+          "[replication]") {
+  auto fabric = std::make_shared<LoopbackFabric>();
+  ChannelOptions o = test::loopback_options();
+  o.shards = 1;
+  o.max_value_bytes = 4096;
+  o.retain_bytes = 1 << 20;
+  o.reconnect_interval = 10ms;
+  o.reconnect_max_interval = 160ms;
+  o.role = Role::leader;
+  o.node_id = "leader";
+  o.peers.push_back({"loopback", 32101});
+  ForgedFollower forged(fabric, o, 32101);
+  test::MapStore store;
+  auto leader = ReplicationChannel<test::MapStore>::create(
+      o, store, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(leader.ok());
+  // Each connection is closed as soon as it is up. Had a connect reset the backoff, the
+  // leader would come back every reconnect_interval; it doubles the wait instead, up to the
+  // cap. (The gaps are lower bounds: a slow machine only makes them longer.)
+  std::vector<std::chrono::steady_clock::time_point> accepted;
+  for (int i = 0; i < 7; ++i) {
+    forged.accept();
+    accepted.push_back(std::chrono::steady_clock::now());
+    forged.close();
+  }
+  const auto gap = [&](size_t i) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(accepted[i] - accepted[i - 1]);
+  };
+  CHECK(gap(5) >= 100ms);
+  CHECK(gap(6) >= 100ms);
+}
+
+TEST_CASE("a connected follower that never acknowledges does not stall the leader's writes",
+          "[replication]") {
+  auto fabric = std::make_shared<LoopbackFabric>();
+  ChannelOptions o = test::loopback_options();
+  o.shards = 1;
+  o.max_value_bytes = 1024;
+  o.retain_bytes = 256 * 1024;  // filled by a few hundred writes
+  o.ack_mode = AckMode::one;    // the healthy follower suffices
+  o.ack_timeout = 300ms;
+  o.stall_timeout = 5s;
+  o.role = Role::leader;
+  o.node_id = "leader";
+  o.peers.push_back({"loopback", 32102});  // healthy
+  o.peers.push_back({"loopback", 32103});  // connects, then never acknowledges
+  test::MapStore fstore;
+  auto fo = test::loopback_follower(o, 32102);
+  fo.peers.clear();
+  auto follower = ReplicationChannel<test::MapStore>::create(
+      fo, fstore, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(follower.ok());
+  ForgedFollower silent(fabric, o, 32103);
+
+  LogCapture logs;
+  test::MapStore store;
+  auto leader = ReplicationChannel<test::MapStore>::create(
+      o, store, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(leader.ok());
+  silent.accept();
+  // Many times the window: without the timeout the window fills with batches the silent
+  // follower holds and replicate() stalls.
+  const std::string value(900, 'v');
+  Ticket last;
+  for (int i = 0; i < 3000; ++i) {
+    auto w = (*leader)->replicate("k" + std::to_string(i % 50), value);
+    INFO("write " << i << ": " << replication::describe(w.status));
+    REQUIRE(w.ok());
+    last = w.ticket;
+  }
+  REQUIRE((*leader)->wait(last, 10s).ok());
+  CHECK((*leader)->metrics().ack_timeouts >= 1);
+  CHECK(logs.contains("acknowledged nothing for 300 ms", "ChannelOptions::ack_timeout"));
+}
