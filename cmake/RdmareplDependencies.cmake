@@ -70,3 +70,19 @@ if(NOT RDMAREPL_WITH_PMEM STREQUAL "OFF")
   endif()
 endif()
 message(STATUS "rdmarepl: persistent-memory WAL backend ${RDMAREPL_HAVE_PMEM}")
+
+# The Prometheus exposition (rdmarepl::prometheus: collectables for a channel's metrics and
+# the RNIC's counters, and an HTTP exposer): AUTO builds it when prometheus-cpp (Debian
+# prometheus-cpp-dev) is found. It is a library of its own that links prometheus-cpp
+# publicly; the core library does not depend on it.
+set(RDMAREPL_HAVE_PROMETHEUS OFF)
+if(NOT RDMAREPL_WITH_PROMETHEUS STREQUAL "OFF")
+  find_package(prometheus-cpp CONFIG QUIET)
+  if(prometheus-cpp_FOUND AND TARGET prometheus-cpp::pull)
+    set(RDMAREPL_HAVE_PROMETHEUS ON)
+  elseif(RDMAREPL_WITH_PROMETHEUS STREQUAL "ON")
+    message(FATAL_ERROR "RDMAREPL_WITH_PROMETHEUS=ON but prometheus-cpp was not found: "
+                        "install prometheus-cpp-dev (scripts/setup does).")
+  endif()
+endif()
+message(STATUS "rdmarepl: Prometheus exposition ${RDMAREPL_HAVE_PROMETHEUS}")

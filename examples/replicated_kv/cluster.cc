@@ -184,6 +184,9 @@ Result<RunResult> run_cluster(const RunConfig& config) {
     if (!(d == leader_digest)) result.verified = false;
   }
 
+  // Every role stays up (serving its metrics) for --linger before it is stopped.
+  if (config.linger.count() > 0) std::this_thread::sleep_for(config.linger);
+
   // Mute every role before any of them closes a connection, then stop them.
   std::vector<ChildProcess*> roles{&leader};
   for (auto& f : followers) roles.push_back(&f);

@@ -2,9 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "control_socket.h"
 #include "flags.h"
-#include "json_writer.h"
 
 namespace rdmarepl::kvdemo {
 
@@ -31,11 +32,9 @@ Result<MetricsSnapshot> metrics_from_wire(std::string_view line) {
 }
 
 std::string metrics_to_json(const MetricsSnapshot& m) {
-  JsonWriter j;
-  j.begin_object();
-  for (const auto& f : kMetricFields) j.field(f.name, m.*f.member);
-  j.end_object();
-  return j.str();
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& f : kMetricFields) j[std::string(f.name)] = m.*f.member;
+  return j.dump();
 }
 
 }  // namespace rdmarepl::kvdemo

@@ -16,6 +16,7 @@
 #include "control_socket.h"
 #include "kv_store.h"
 #include "latency.h"
+#include "metrics_server.h"
 #include "metrics_text.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
@@ -176,6 +177,8 @@ int run_leader(const Flags& flags, ControlSocket& ctl) {
   auto created = Channel::create(options, store);
   if (!created) return fail(ctl, "leader: " + created.error().to_string());
   Channel& channel = **created;
+  auto served = MetricsServer::start(channel, static_cast<uint16_t>(config.metrics_port));
+  if (!served) return fail(ctl, "leader: " + served.error().message());
   // The workload starts once every follower is connected. Connecting is asynchronous; a
   // follower whose first attempts fail (e.g. its accept thread is not yet running on a slow
   // machine) would otherwise connect after the retained window has moved past seq 1, and
@@ -274,6 +277,10 @@ int run_follower(const Flags& flags, ControlSocket& ctl) {
   auto created = Channel::create(options, store);
   if (!created) return fail(ctl, options.node_id + ": " + created.error().to_string());
   Channel& channel = **created;
+  const uint32_t metrics_port =
+      config.metrics_port == 0 ? 0 : config.metrics_port + 1 + static_cast<uint32_t>(*index);
+  auto served = MetricsServer::start(channel, static_cast<uint16_t>(metrics_port));
+  if (!served) return fail(ctl, options.node_id + ": " + served.error().message());
   if (!ctl.send_line(fmt::format("ready port={} transport={}", channel.local_endpoint().port,
                                  channel.transport_name()))) {
     return 1;

@@ -17,11 +17,11 @@ std::string wal_dir_of(const RunConfig& c, int index) {
 }
 
 std::vector<std::string> run_config_flag_names() {
-  return {"transport",      "ack",        "polling",      "followers",     "records",
-          "key-size",       "value-size", "keyspace",     "erase-percent", "seed",
-          "batch-bytes",    "shards",     "retain-bytes", "poll-us",       "flush-us",
-          "leader-polling", "store",      "ring-bytes",   "wal-dir",       "durability",
-          "outstanding"};
+  return {"transport",      "ack",         "polling",      "followers",     "records",
+          "key-size",       "value-size",  "keyspace",     "erase-percent", "seed",
+          "batch-bytes",    "shards",      "retain-bytes", "poll-us",       "flush-us",
+          "leader-polling", "store",       "ring-bytes",   "wal-dir",       "durability",
+          "outstanding",    "metrics-port"};
 }
 
 std::vector<std::string> to_args(const RunConfig& c) {
@@ -67,7 +67,9 @@ std::vector<std::string> to_args(const RunConfig& c) {
           "--wal-dir",
           c.wal_dir,
           "--durability",
-          std::string(to_string(c.durability))};
+          std::string(to_string(c.durability)),
+          "--metrics-port",
+          std::to_string(c.metrics_port)};
 }
 
 Status apply_flags(const Flags& f, RunConfig& c) {
@@ -135,6 +137,7 @@ Status apply_flags(const Flags& f, RunConfig& c) {
   RDMAREPL_TRY(u64("ring-bytes", c.ring_bytes));
   RDMAREPL_TRY(u64("flush-us", c.flush_us));
   RDMAREPL_TRY(u64("outstanding", c.outstanding));
+  RDMAREPL_TRY(u32("metrics-port", c.metrics_port));
   if (f.has("value-size")) {
     auto r = parse_range(f.get("value-size"), "--value-size");
     if (!r) return std::move(r).error();
@@ -145,10 +148,20 @@ Status apply_flags(const Flags& f, RunConfig& c) {
     w.value_min = static_cast<uint32_t>(r->first);
     w.value_max = static_cast<uint32_t>(r->second);
   }
+  return validate(c);
+}
+
+Status validate(const RunConfig& c) {
+  const auto& w = c.workload;
   if (c.followers < 1 || c.followers > replication::kMaxFollowers) {
     return Error(Errc::invalid_argument, "--followers " + std::to_string(c.followers) +
                                              " is out of range; use 1.." +
                                              std::to_string(replication::kMaxFollowers));
+  }
+  if (c.metrics_port != 0 && c.metrics_port + c.followers > 65535) {
+    return Error(Errc::invalid_argument,
+                 "--metrics-port " + std::to_string(c.metrics_port) +
+                     " leaves no room for one port per follower above it; use a lower port");
   }
   if (w.key_size < 8 || w.key_size > 1024) {
     return Error(Errc::invalid_argument, "--key-size " + std::to_string(w.key_size) +

@@ -49,6 +49,13 @@ struct RunConfig {
   double kill_at = 0;
   double restart_at = 0;
 
+  // Prometheus metrics of every role: 0 = none; else the leader serves /metrics on
+  // 127.0.0.1:<metrics_port> and follower i (0-based) on <metrics_port + 1 + i>.
+  uint32_t metrics_port = 0;
+  // After the run, keep every role process (and its metrics) up this long before stopping
+  // them, so that a scraper sees the final values.
+  std::chrono::seconds linger{0};
+
   bool progress = true;
   std::chrono::seconds timeout{300};
 };
@@ -57,6 +64,8 @@ struct RunConfig {
 std::vector<std::string> to_args(const RunConfig& config);
 // The flags to_args() writes, read back; also used by the programs' own parsing.
 Status apply_flags(const Flags& flags, RunConfig& config);
+// The checks apply_flags() makes once every flag was read (ranges, and how flags combine).
+Status validate(const RunConfig& config);
 // The flag names apply_flags() knows (for reporting unknown flags).
 std::vector<std::string> run_config_flag_names();
 

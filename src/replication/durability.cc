@@ -39,8 +39,9 @@ class CheckpointSink final : public SnapshotWriter {
 // Applies checkpoints and logged batches to the store, tracking the seq of every shard.
 class Recovery final : public wal::RecoveryHandler {
  public:
-  Recovery(const ChannelOptions& o, const StoreHooks& store, const Wal::BatchFn& on_batch)
-      : o_(o), store_(store), on_batch_(on_batch), seq_(o.shards, 0) {}
+  Recovery(const ChannelOptions& o, const StoreHooks& store, const Wal::BatchFn& on_batch,
+           std::atomic<uint64_t>& replayed)
+      : o_(o), store_(store), on_batch_(on_batch), replayed_(replayed), seq_(o.shards, 0) {}
 
   Status restore(wal::CheckpointReader& ck) override {
     auto seqs = read_checkpoint_prefix(ck, o_.shards);
@@ -87,7 +88,9 @@ class Recovery final : public wal::RecoveryHandler {
                                "its wal_dir and store)",
                                f.segment, f.offset, v.header.shard, seq, v.header.first_seq));
     uint64_t in_checkpoint = 0;  // records the checkpoint already holds
+    const uint64_t before = seq;
     seq = store_.apply_batch(store_.store, v, seq, in_checkpoint);
+    ChannelMetrics::add(replayed_, seq - before);
     if (on_batch_) on_batch_(v, bytes.first(std::min(bytes.size(), v.padded_size())));
     return ok_status();
   }
@@ -98,6 +101,7 @@ class Recovery final : public wal::RecoveryHandler {
   const ChannelOptions& o_;
   const StoreHooks& store_;
   const Wal::BatchFn& on_batch_;
+  std::atomic<uint64_t>& replayed_;
   std::vector<uint64_t> seq_;
 };
 
@@ -177,16 +181,23 @@ Wal::Wal(const ChannelOptions& options, const StoreHooks& store)
       shard_seq_(options.shards, 0) {}
 
 Result<std::unique_ptr<Wal>> Wal::open(const ChannelOptions& options, const StoreHooks& store,
-                                       const BatchFn& on_batch, Recovered* recovered) {
+                                       const BatchFn& on_batch, Recovered* recovered,
+                                       ChannelMetrics* metrics) {
   std::unique_ptr<Wal> self(new Wal(options, store));
   wal::LogOptions lo;
   lo.writer.segment_size = options.wal_segment_bytes;
   lo.writer.durability = writer_durability(options.durability);
   lo.writer.interval = options.durability_interval;
   lo.writer.backend = options.wal_backend;
+  std::atomic<uint64_t> replayed{0};  // counted here without a channel (tests)
+  if (metrics != nullptr) {
+    lo.writer.sync_latency_ns = &metrics->wal_sync_latency_ns;
+    lo.writer.append_latency_ns = &metrics->wal_append_latency_ns;
+  }
   // A log written with none/interval may lose an unsynced tail that spans a rotation.
   lo.repair = options.durability != Durability::batch;
-  Recovery rec(options, store, on_batch);
+  Recovery rec(options, store, on_batch,
+               metrics != nullptr ? metrics->records_recovered : replayed);
   auto log = wal::Log::open(options.wal_dir, lo, rec);
   if (!log)
     return Error(log.error().code(),

@@ -76,7 +76,8 @@ class Wal {
 
   // Opens options.wal_dir and recovers the store from it (checkpoint, then frames).
   static Result<std::unique_ptr<Wal>> open(const ChannelOptions& options, const StoreHooks& store,
-                                           const BatchFn& on_batch, Recovered* recovered);
+                                           const BatchFn& on_batch, Recovered* recovered,
+                                           ChannelMetrics* metrics = nullptr);
   Wal(const Wal&) = delete;
   Wal& operator=(const Wal&) = delete;
   ~Wal() { close(); }

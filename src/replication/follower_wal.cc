@@ -10,7 +10,7 @@ namespace rdmarepl::replication::detail {
 Status Follower::open_wal() {
   if (options_.wal_dir.empty()) return ok_status();
   Wal::Recovered rec;
-  auto w = Wal::open(options_, hooks_, nullptr, &rec);
+  auto w = Wal::open(options_, hooks_, nullptr, &rec, &metrics_);
   if (!w) return std::move(w).error();
   wal_ = std::move(*w);
   for (auto& sp : shards_) {

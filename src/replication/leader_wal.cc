@@ -37,7 +37,7 @@ Status Leader::open_wal() {
         ++count;
         largest = std::max<uint64_t>(largest, bytes.size());
       },
-      &rec);
+      &rec, &metrics_);
   if (!w) return std::move(w).error();
   for (size_t i = 0; i < unsendable.size(); ++i) {
     if (unsendable[i].first == 0) continue;

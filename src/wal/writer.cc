@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "pmem.h"
+#include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/wal/layout.h"
 #include "uring.h"
@@ -257,6 +258,7 @@ Result<Lsn> Writer::append_gather(std::span<const iovec> pieces, uint64_t first_
     return Error(Errc::invalid_argument,
                  fmt::format("WAL batch has first_seq {} > last_seq {}", first_seq, last_seq));
   }
+  const uint64_t started = options_.append_latency_ns != nullptr ? mono_ns() : 0;
   // The CRC is computed before taking the lock so that appenders checksum in parallel.
   uint8_t hdr[kFrameHeaderSize] = {};
   FrameHeader h;
@@ -306,6 +308,8 @@ Result<Lsn> Writer::append_gather(std::span<const iovec> pieces, uint64_t first_
     lsn = written_;
   }
   if (options_.durability == Durability::batch) RDMAREPL_TRY(wait_durable(lsn));
+  if (options_.append_latency_ns != nullptr)
+    options_.append_latency_ns->record(mono_ns() - started);
   return lsn;
 }
 
@@ -330,6 +334,7 @@ Status Writer::wait_durable(Lsn lsn) {
     const bool dir = dir_dirty_;
     dir_dirty_ = false;
     lk.unlock();
+    const uint64_t sync_start = mono_ns();
     Status st;
     for (auto& f : sealed) {
       if (st.ok()) st = f.sync_data();
@@ -345,6 +350,8 @@ Status Writer::wait_durable(Lsn lsn) {
       }
     }
     if (st.ok() && dir) st = sync_dir(dir_);
+    if (options_.sync_latency_ns != nullptr)
+      options_.sync_latency_ns->record(mono_ns() - sync_start);
     sealed.clear();
     lk.lock();
     syncing_ = false;

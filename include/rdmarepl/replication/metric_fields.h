@@ -21,6 +21,7 @@
   X(protocol_errors, counter, "events", "bad batches / immediates (connection dropped)")           \
   X(ack_timeouts, counter, "events", "leader: connections dropped by ack_timeout")                 \
   X(records_applied, counter, "records", "follower: Store::apply calls")                           \
+  X(records_recovered, counter, "records", "records replayed from the channel's WAL at create()")  \
   X(records_skipped, counter, "records", "follower: duplicates skipped after a reconnect")         \
   X(batches_applied, counter, "batches", "follower: batches applied")                              \
   X(checkpoints_shipped, counter, "checkpoints", "leader: checkpoints a follower installed")       \
@@ -41,7 +42,10 @@
     "leader: store regions registered (register_region(), again after an idle release)")
 
 // X(name, unit, help): a metrics::Histogram (snapshot: count, sum, max, percentiles).
-#define RDMAREPL_CHANNEL_HISTOGRAMS(X)                    \
-  X(batch_bytes, "bytes", "sealed batch sizes")           \
-  X(batch_records, "records", "records per sealed batch") \
-  X(ack_latency_ns, "nanoseconds", "replicate() -> committed under the ack mode")
+#define RDMAREPL_CHANNEL_HISTOGRAMS(X)                                            \
+  X(batch_bytes, "bytes", "sealed batch sizes")                                   \
+  X(batch_records, "records", "records per sealed batch")                         \
+  X(ack_latency_ns, "nanoseconds", "replicate() -> committed under the ack mode") \
+  X(wal_append_latency_ns, "nanoseconds",                                         \
+    "WAL append: the frame's write (its sync is in wal_sync_latency_ns)")         \
+  X(wal_sync_latency_ns, "nanoseconds", "WAL group-commit sync (fdatasync or pmem drain)")

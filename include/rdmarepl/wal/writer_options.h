@@ -7,6 +7,8 @@
 #include <span>
 #include <string_view>
 
+#include "rdmarepl/metrics/histogram.h"
+
 namespace rdmarepl::wal {
 
 enum class Durability : uint8_t {
@@ -49,6 +51,11 @@ struct WriterOptions {
   std::chrono::milliseconds interval{10};
   Submission submission = Submission::pwrite;  // file backend only
   Backend backend = Backend::automatic;
+  // Optional latency histograms (nanoseconds; they must outlive the writer): each
+  // group-commit sync (fdatasync, or the pmem drain), and each append (the write and,
+  // under Durability::batch, the wait for its sync). The channel points them at its metrics.
+  metrics::Histogram* sync_latency_ns = nullptr;
+  metrics::Histogram* append_latency_ns = nullptr;
 };
 
 }  // namespace rdmarepl::wal

@@ -1,0 +1,161 @@
+#include "rdmarepl/metrics/prometheus/channel_collector.h"
+
+#include <string_view>
+
+#include "rdmarepl/metrics/prometheus/histogram_buckets.h"
+
+namespace rdmarepl::metrics {
+
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+constexpr std::string_view kPrefix = "rdmarepl_";
+
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
+bool ends_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+
+// Nanoseconds are exported as seconds (a `_ns` name becomes `_seconds`); everything else
+// keeps its unit and scale.
+double scale_of(std::string_view unit) {
+  return unit == "nanoseconds" ? 1e-9 : 1.0;
+}
+
+MetricFamily family(std::string name, std::string_view help, std::string_view unit,
+                    MetricType type) {
+  MetricFamily f;
+  f.name = std::move(name);
+  f.help = std::string(help) + " (" + std::string(unit) + ")";
+  f.type = type;
+  return f;
+}
+
+ClientMetric gauge(std::vector<ClientMetric::Label> labels, double v) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  m.gauge.value = v;
+  return m;
+}
+
+}  // namespace
+
+std::string ChannelCollector::exported_name(const replication::MetricField& f) {
+  std::string_view name = f.name;
+  std::string base;
+  // bytes_replicated -> replicated_bytes: the unit goes last, before _total.
+  if (f.unit == "bytes" && starts_with(name, "bytes_")) {
+    base = std::string(name.substr(6)) + "_bytes";
+  } else {
+    base = std::string(name);
+  }
+  return std::string(kPrefix) + base + (f.kind == replication::MetricKind::counter ? "_total" : "");
+}
+
+std::string ChannelCollector::exported_name(const replication::HistogramField& f) {
+  std::string_view name = f.name;
+  if (f.unit == "nanoseconds" && ends_with(name, "_ns")) {
+    return std::string(kPrefix) + std::string(name.substr(0, name.size() - 3)) + "_seconds";
+  }
+  return std::string(kPrefix) + std::string(name);
+}
+
+std::vector<ClientMetric::Label> ChannelCollector::labels() const {
+  return {{"role", source_.role}, {"node", source_.node}};
+}
+
+std::vector<MetricFamily> ChannelCollector::Collect() const {
+  std::vector<MetricFamily> out;
+  const replication::MetricsSnapshot m = source_.metrics();
+  add_scalars(m, out);
+  add_followers(m, out);
+  add_histograms(m, out);
+  if (source_.knobs) add_knobs(source_.knobs(), out);
+  return out;
+}
+
+void ChannelCollector::add_scalars(const replication::MetricsSnapshot& m,
+                                   std::vector<MetricFamily>& out) const {
+  for (const auto& f : replication::kMetricFields) {
+    const bool counter = f.kind == replication::MetricKind::counter;
+    auto fam =
+        family(exported_name(f), f.help, f.unit, counter ? MetricType::Counter : MetricType::Gauge);
+    ClientMetric c;
+    c.label = labels();
+    const auto v = static_cast<double>(m.*f.member);
+    if (counter) {
+      c.counter.value = v;
+    } else {
+      c.gauge.value = v;
+    }
+    fam.metric.push_back(std::move(c));
+    out.push_back(std::move(fam));
+  }
+}
+
+void ChannelCollector::add_followers(const replication::MetricsSnapshot& m,
+                                     std::vector<MetricFamily>& out) const {
+  const uint32_t n = m.followers < replication::kMaxFollowers ? static_cast<uint32_t>(m.followers)
+                                                              : replication::kMaxFollowers;
+  if (n == 0) return;
+  auto lag = family("rdmarepl_follower_lag_records",
+                    "leader: records replicated to a follower and not yet acknowledged by it",
+                    "records", MetricType::Gauge);
+  auto up =
+      family("rdmarepl_follower_connected", "leader: 1 while the connection to a follower is up",
+             "boolean", MetricType::Gauge);
+  for (uint32_t i = 0; i < n; ++i) {
+    auto l = labels();
+    l.push_back({"follower", std::to_string(i)});
+    lag.metric.push_back(gauge(l, static_cast<double>(m.follower_lag[i])));
+    up.metric.push_back(gauge(l, m.follower_connected[i] ? 1.0 : 0.0));
+  }
+  out.push_back(std::move(lag));
+  out.push_back(std::move(up));
+}
+
+void ChannelCollector::add_histograms(const replication::MetricsSnapshot& m,
+                                      std::vector<MetricFamily>& out) const {
+  for (const auto& f : replication::kHistogramFields) {
+    auto fam = family(exported_name(f), f.help, f.unit == "nanoseconds" ? "seconds" : f.unit,
+                      MetricType::Histogram);
+    ClientMetric c;
+    c.label = labels();
+    c.histogram = to_prometheus(m.*f.member, scale_of(f.unit));
+    fam.metric.push_back(std::move(c));
+    out.push_back(std::move(fam));
+  }
+}
+
+void ChannelCollector::add_knobs(const tuning::Knobs& k, std::vector<MetricFamily>& out) const {
+  auto one = [&](const char* name, const char* help, const char* unit, double v) {
+    auto fam = family(name, help, unit, MetricType::Gauge);
+    fam.metric.push_back(gauge(labels(), v));
+    out.push_back(std::move(fam));
+  };
+  one("rdmarepl_knob_batch_bytes", "knob in force: a batch is sent when it reaches this size",
+      "bytes", static_cast<double>(k.batch_bytes));
+  one("rdmarepl_knob_flush_delay_seconds",
+      "knob in force: a batch is sent when its oldest record is this old", "seconds",
+      static_cast<double>(k.flush_delay_us) * 1e-6);
+  one("rdmarepl_knob_shards", "knob in force: active shards (poller threads)", "shards",
+      static_cast<double>(k.shards));
+  one("rdmarepl_knob_poll_interval_seconds",
+      "knob in force: the longest idle wait of a sleeping or blocking poller", "seconds",
+      static_cast<double>(k.poll_interval_us) * 1e-6);
+  one("rdmarepl_knob_pool_bytes", "knob in force: registered pool size", "bytes",
+      static_cast<double>(k.pool_bytes));
+  auto mode = family("rdmarepl_knob_poll_mode", "knob in force: the poller's mode (label mode)",
+                     "1 for the mode in force", MetricType::Gauge);
+  auto l = labels();
+  l.push_back({"mode", std::string(to_string(k.poll_mode))});
+  mode.metric.push_back(gauge(l, 1.0));
+  out.push_back(std::move(mode));
+}
+
+}  // namespace rdmarepl::metrics

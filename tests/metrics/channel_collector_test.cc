@@ -1,0 +1,111 @@
+#include "rdmarepl/metrics/prometheus/channel_collector.h"
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "scrape_text.h"
+
+using namespace rdmarepl;
+using metrics::ChannelCollector;
+using testing::scrape;
+
+namespace {
+
+replication::MetricsSnapshot sample_snapshot() {
+  replication::MetricsSnapshot m;
+  uint64_t v = 3;
+  for (const auto& f : replication::kMetricFields) m.*f.member = v += 7;
+  m.followers = 2;
+  m.follower_lag = {5, 0};
+  m.follower_connected = {true, false};
+  metrics::Histogram lat;
+  for (uint64_t ns : {900, 2'000, 2'100, 40'000, 3'000'000}) lat.record(ns);
+  m.ack_latency_ns = lat.snapshot();
+  metrics::Histogram bytes;
+  bytes.record(65536, 4);
+  m.batch_bytes = bytes.snapshot();
+  return m;
+}
+
+ChannelCollector collector(const replication::MetricsSnapshot& m) {
+  metrics::ChannelSource s;
+  s.metrics = [m] { return m; };
+  s.knobs = [] {
+    tuning::Knobs k;
+    k.batch_bytes = 131072;
+    k.flush_delay_us = 40;
+    k.poll_mode = tuning::PollingMode::sleep;
+    return k;
+  };
+  s.role = "leader";
+  s.node = "node-a";
+  return ChannelCollector(s);
+}
+
+const std::string kLabels = R"(role="leader",node="node-a")";
+
+}  // namespace
+
+TEST_CASE("every field of the metric table is exported with its value and labels") {
+  auto m = sample_snapshot();
+  std::string text;
+  auto samples = scrape(collector(m), &text);
+  INFO(text);
+  for (const auto& f : replication::kMetricFields) {
+    const std::string series = ChannelCollector::exported_name(f) + "{" + kLabels + "}";
+    INFO(series);
+    REQUIRE(samples.count(series) == 1);
+    CHECK(samples[series] == static_cast<double>(m.*f.member));
+    const bool counter = f.kind == replication::MetricKind::counter;
+    CHECK((ChannelCollector::exported_name(f).rfind("_total") != std::string::npos) == counter);
+    CHECK(text.find("# TYPE " + ChannelCollector::exported_name(f) +
+                    (counter ? " counter" : " gauge")) != std::string::npos);
+  }
+  CHECK(samples.count("rdmarepl_replicated_bytes_total{" + kLabels + "}") == 1);
+  CHECK(samples.count("rdmarepl_reconnects_total{" + kLabels + "}") == 1);
+}
+
+TEST_CASE("per-follower lag and connection state carry a follower label") {
+  auto samples = scrape(collector(sample_snapshot()));
+  CHECK(samples["rdmarepl_follower_lag_records{" + kLabels + ",follower=\"0\"}"] == 5);
+  CHECK(samples["rdmarepl_follower_lag_records{" + kLabels + ",follower=\"1\"}"] == 0);
+  CHECK(samples["rdmarepl_follower_connected{" + kLabels + ",follower=\"0\"}"] == 1);
+  CHECK(samples["rdmarepl_follower_connected{" + kLabels + ",follower=\"1\"}"] == 0);
+  CHECK(samples.count("rdmarepl_follower_lag_records{" + kLabels + ",follower=\"2\"}") == 0);
+}
+
+TEST_CASE("histograms are exported in base units with cumulative le buckets") {
+  auto samples = scrape(collector(sample_snapshot()));
+  const std::string lat = "rdmarepl_ack_latency_seconds";
+  CHECK(samples[lat + "_count{" + kLabels + "}"] == 5);
+  CHECK(samples[lat + "_sum{" + kLabels + "}"] == Approx(3'045'000e-9));
+  // 2047 ns: 900, 2000 (2100 is above); +Inf: all five.
+  CHECK(samples[lat + "_bucket{" + kLabels + ",le=\"2.047e-06\"}"] == 2);
+  CHECK(samples[lat + "_bucket{" + kLabels + ",le=\"+Inf\"}"] == 5);
+  CHECK(samples["rdmarepl_batch_bytes_count{" + kLabels + "}"] == 4);
+  CHECK(samples["rdmarepl_batch_bytes_bucket{" + kLabels + ",le=\"65535\"}"] == 0);
+  CHECK(samples["rdmarepl_batch_bytes_bucket{" + kLabels + ",le=\"131071\"}"] == 4);
+  for (const auto& f : replication::kHistogramFields)
+    CHECK(samples.count(ChannelCollector::exported_name(f) + "_count{" + kLabels + "}") == 1);
+}
+
+TEST_CASE("the knobs in force are gauges in base units") {
+  auto samples = scrape(collector(sample_snapshot()));
+  CHECK(samples["rdmarepl_knob_batch_bytes{" + kLabels + "}"] == 131072);
+  CHECK(samples["rdmarepl_knob_flush_delay_seconds{" + kLabels + "}"] == Approx(40e-6));
+  CHECK(samples["rdmarepl_knob_poll_mode{" + kLabels + ",mode=\"sleep\"}"] == 1);
+  CHECK(samples.count("rdmarepl_knob_shards{" + kLabels + "}") == 1);
+  CHECK(samples.count("rdmarepl_knob_pool_bytes{" + kLabels + "}") == 1);
+}
+
+TEST_CASE("docs/operations.md names every metric the channel collector exports") {
+  std::ifstream in(RDMAREPL_DOCS_DIR "/operations.md");
+  REQUIRE(in);
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& family : collector(sample_snapshot()).Collect()) {
+    INFO(family.name);
+    CHECK(doc.find("`" + family.name + "`") != std::string::npos);
+  }
+}
