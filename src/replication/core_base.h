@@ -39,6 +39,9 @@ class CoreBase : public ChannelCore {
         memory_counters_.registrations.load(std::memory_order_relaxed), std::memory_order_relaxed);
     metrics_.region_registrations.store(
         region_counters_.registrations.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    metrics_.region_deregistrations.store(
+        region_counters_.deregistrations.load(std::memory_order_relaxed),
+        std::memory_order_relaxed);
     return metrics_.snapshot();
   }
   [[nodiscard]] std::string_view transport_name() const noexcept override {

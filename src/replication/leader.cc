@@ -284,7 +284,7 @@ size_t Leader::poll_link(Shard& s, Link& l) noexcept {
       return n;
     }
     l.retire(seq);
-    l.acked_once = true;
+    if (seq > acked) l.made_progress = true;
     if (l.inflight_count == 0)  // skip batches the follower already has
       while (l.next_send_bn < s.window.end_bn() && s.window.desc(l.next_send_bn).last_seq() <= seq)
         ++l.next_send_bn;
@@ -305,8 +305,7 @@ void Leader::link_down(Shard& s, Link& l, std::string_view why) noexcept {
       l.follower, options_.peers[l.follower].to_string(), s.index, why, l.acked_seq.load() + 1);
   l.conn->close();
   l.conn.reset();
-  if (l.acked_once && mono_ns() - l.up_since_ns >= kProvenNs)
-    l.proven.store(true, std::memory_order_release);
+  if (l.made_progress) l.proven.store(true, std::memory_order_release);
   l.up.store(false, std::memory_order_release);
   l.down_since_ns.store(mono_ns(), std::memory_order_release);
   l.reset_flow();
@@ -338,6 +337,7 @@ size_t Leader::progress_locked(Shard& s) noexcept {
   send_pending(s);
   commits_.update(s);
   release_acked_values(s);
+  s.retained_bytes.store(s.window.space().used(), std::memory_order_relaxed);
   return work;
 }
 
@@ -345,7 +345,9 @@ size_t Leader::progress() noexcept {
   size_t work = 0;
   std::array<uint64_t, kMaxFollowers> lag{};
   uint64_t depth = 0;
+  uint64_t retained = 0;
   for (auto& sp : shards_) {
+    retained += sp->retained_bytes.load(std::memory_order_relaxed);
     std::unique_lock lock(sp->mu, std::try_to_lock);
     if (!lock.owns_lock()) {
       ++work;  // another thread is working on this shard
@@ -365,6 +367,7 @@ size_t Leader::progress() noexcept {
   }
   work += commits_.fire_callbacks();
   metrics_.queue_depth.store(depth, std::memory_order_relaxed);
+  metrics_.retained_bytes.store(retained, std::memory_order_relaxed);
   for (size_t i = 0; i < options_.peers.size(); ++i) {
     metrics_.follower_lag[i].store(lag[i], std::memory_order_relaxed);
     bool up = true;

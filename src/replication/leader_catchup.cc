@@ -211,6 +211,7 @@ bool CatchUp::post_staged(Pass& p, uint64_t len, bool large, uint64_t last) noex
       if (r == Link::Post::posted) {
         ++p.sent;
         ChannelMetrics::add(metrics_.batches_resent);
+        ChannelMetrics::add(metrics_.catchup_bytes, len);
         return true;
       }
       if (r == Link::Post::disconnected || r == Link::Post::refused) {

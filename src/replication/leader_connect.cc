@@ -28,9 +28,10 @@ bool Leader::try_connect(Shard& s, Link& l) noexcept {
   const auto& peer = options_.peers[l.follower];
   // Exponential backoff: the first retry after reconnect_interval, then doubling up to
   // reconnect_max_interval (validate() keeps it >= reconnect_interval). It starts again only
-  // after a connection carried traffic (an acknowledgement, and up for a second: see
+  // after a connection made progress (the follower acknowledged records sent on it: see
   // link_down()), not when one merely comes up: a peer that fails right after the handshake
-  // is retried ever more slowly, like one that refuses it.
+  // is retried ever more slowly, like one that refuses it, while a link that drops often but
+  // keeps delivering is reconnected at once.
   const auto ns = [](std::chrono::milliseconds d) {
     return static_cast<uint64_t>(d.count()) * 1'000'000;
   };
@@ -164,9 +165,8 @@ Status Leader::install(Shard& s, Link& l, std::unique_ptr<transport::Connection>
   l.shipping = false;
   ++l.generation;
   l.acked_seq.store(resume, std::memory_order_release);
-  l.up_since_ns = mono_ns();
-  l.heard_ns = l.up_since_ns;
-  l.acked_once = false;
+  l.heard_ns = mono_ns();
+  l.made_progress = false;
   l.sent_seq = resume;
   l.up.store(true, std::memory_order_release);
   if (l.ever_connected) ChannelMetrics::add(metrics_.reconnects);

@@ -16,10 +16,6 @@
 
 namespace rdmarepl::replication::detail {
 
-// How long a connection must have been up, with an acknowledgement received, for its loss to
-// restart the reconnect backoff from reconnect_interval (leader_connect.cc).
-inline constexpr uint64_t kProvenNs = 1'000'000'000;
-
 struct InFlight {
   uint64_t last_seq = 0;
   uint64_t ring_consumed = 0;  // 0 for a batch in the large-record buffer
@@ -58,14 +54,14 @@ struct Link {
   // Control thread only.
   uint64_t next_attempt_ns = 0;
   uint64_t backoff_ns = 0;  // wait after the last attempt; 0 once a connection proved itself
-  // Shard lock: when the connection came up, and whether it carried an acknowledgement.
-  uint64_t up_since_ns = 0;
-  bool acked_once = false;
+  // Shard lock: whether the follower acknowledged records sent on this connection (its
+  // acknowledged seq moved past the resume point).
+  bool made_progress = false;
   // Shard lock: when the follower last answered on this connection (acknowledgement or
   // checkpoint reply; install counts as one), for ChannelOptions::ack_timeout.
   uint64_t heard_ns = 0;
-  // Set when a connection that carried traffic for kProvenNs went down: the next attempt
-  // starts the backoff again from reconnect_interval (read by the control thread).
+  // Set when a connection that made progress went down: the next attempt starts the backoff
+  // again from reconnect_interval (read by the control thread).
   std::atomic<bool> proven{false};
   std::string last_error;
 

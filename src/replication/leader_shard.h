@@ -38,6 +38,9 @@ struct Shard {
   // Writers blocked on mu: a blocking poller does not start a wait while one is.
   std::atomic<uint32_t> writers_waiting{0};
   uint64_t durable_bn = 0;  // first batch not yet known durable (write-ahead log)
+  // The window's bytes in use, refreshed under mu by each progress round (read by the
+  // metrics sweep without the lock).
+  std::atomic<uint64_t> retained_bytes{0};
   uint64_t durable_seq = 0;
   std::vector<std::unique_ptr<Link>> links;
 

@@ -508,6 +508,10 @@ TEST_CASE(
   CHECK(f2store->digest() == expected.digest());
   CHECK(f1store.digest() == expected.digest());
   CHECK(leader->metrics().batches_resent > resent_before);
+  CHECK(leader->metrics().catchup_bytes > 1 << 20);  // most of the ~3 MiB came from the log
+  // The window keeps the newest batches (it evicts only for room); the gauge follows it.
+  CHECK(leader->metrics().retained_bytes > 0);
+  CHECK(leader->metrics().retained_bytes <= o.retain_bytes * o.shards);
 }
 
 // ------------------------------------------------------------------ checkpoint shipping

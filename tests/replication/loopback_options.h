@@ -10,9 +10,9 @@
 namespace rdmarepl::test {
 
 // Small rings and batches (256 KiB, 16 KiB), 32-deep queues, pollers that sleep 50 us when
-// idle, reconnects every 20 ms and a 100 us flush delay: quick on a loaded machine and
-// under the sanitizers. The shard count, the value limit and the retained window are left
-// to each test.
+// idle, reconnects every 20 ms (backing off to 200 ms) and a 100 us flush delay: quick on a loaded
+// machine and under the sanitizers. The shard count, the value limit and the retained window are
+// left to each test.
 inline replication::ChannelOptions loopback_options() {
   using namespace std::chrono_literals;
   replication::ChannelOptions o;
@@ -22,6 +22,7 @@ inline replication::ChannelOptions loopback_options() {
   o.polling = replication::PollingMode::sleep;
   o.poll_interval = 50us;
   o.reconnect_interval = 20ms;
+  o.reconnect_max_interval = 200ms;  // connections the tests break keep coming back quickly
   o.flush_delay = 100us;
   return o;
 }

@@ -1,5 +1,5 @@
 // The leader's reconnect backoff: consecutive failures double the wait up to
-// reconnect_max_interval, a connection that carried traffic starts it again from
+// reconnect_max_interval, a connection that made progress starts it again from
 // reconnect_interval (one that fails right after the handshake does not: see
 // misbehaving_follower_test.cc), and a bad setting is refused with a message naming both
 // options.
@@ -85,15 +85,16 @@ TEST_CASE("reconnect attempts back off exponentially to the cap and restart afte
   // A follower appears: the leader connects within one capped wait and replicates.
   MapStore follower_store;
   auto follower = open(test::loopback_follower(options(), 30900), follower_store, fabric);
-  REQUIRE(leader->replicate("k", "v").ok());
+  auto w = leader->replicate("k", "v");
+  REQUIRE(w.ok());
   REQUIRE(eventually([&] {
     std::lock_guard lock(follower_store.mu);
     return follower_store.data.size() == 1;
   }));
+  REQUIRE(leader->wait(w.ticket, 10s).ok());  // the leader has seen the acknowledgement
 
-  // It carried traffic for a while (an acknowledgement, and up for over a second), then goes
-  // away: the failures start again from reconnect_interval.
-  std::this_thread::sleep_for(1100ms);
+  // It made progress (the record was acknowledged), then goes away: the failures start again
+  // from reconnect_interval.
   logs.clear();
   follower.reset();
   REQUIRE(eventually([&] { return retry_waits(logs).size() >= 2; }));

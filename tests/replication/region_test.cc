@@ -249,6 +249,7 @@ TEST_CASE("an idle region is released, copied once, registered again and hit", "
 
   REQUIRE(p.put("b", arena.fill(20000, 16 * 1024, 2)).ok());  // miss: copied
   CHECK(p.leader->metrics().region_cache_misses == 1);
+  CHECK(p.leader->metrics().region_deregistrations == 1);  // the idle release
   CHECK(p.leader->metrics().region_values_gathered == 1);
   for (int i = 0; i < 500 && p.leader->metrics().region_registrations < 2; ++i)
     std::this_thread::sleep_for(10ms);

@@ -17,6 +17,8 @@
   X(credit_stalls, counter, "events", "leader: a batch waited for ring space or queue depth")      \
   X(window_stalls, counter, "events", "leader: replicate() waited for the retained window")        \
   X(queue_depth, gauge, "batches", "leader: sealed batches not yet acked by every follower")       \
+  X(retained_bytes, gauge, "bytes", "leader: bytes the retained windows hold for followers")       \
+  X(catchup_bytes, counter, "bytes", "leader: log batches and checkpoint chunks sent to catch up") \
   X(reconnects, counter, "connections", "connections (re)established after the first")             \
   X(protocol_errors, counter, "events", "bad batches / immediates (connection dropped)")           \
   X(ack_timeouts, counter, "events", "leader: connections dropped by ack_timeout")                 \
@@ -39,7 +41,9 @@
   X(region_cache_misses, counter, "records",                                                       \
     "leader: values in a store region released while idle (copied; registered again)")             \
   X(region_registrations, counter, "registrations",                                                \
-    "leader: store regions registered (register_region(), again after an idle release)")
+    "leader: store regions registered (register_region(), again after an idle release)")           \
+  X(region_deregistrations, counter, "registrations",                                              \
+    "leader: store region registrations released (idle release, unregister_region())")
 
 // X(name, unit, help): a metrics::Histogram (snapshot: count, sum, max, percentiles).
 #define RDMAREPL_CHANNEL_HISTOGRAMS(X)                                            \

@@ -169,9 +169,9 @@ struct ChannelOptions {
   // re-established at once) the next attempt comes reconnect_interval later; each further
   // consecutive failure doubles the wait, up to reconnect_max_interval, at which a follower
   // that stays away is then retried (and its failures logged at most that often). The
-  // sequence starts again only when a connection that carried traffic (an acknowledgement,
-  // and up for at least a second) is lost: one that fails right after its handshake counts
-  // as a failure.
+  // sequence starts again only when a connection that made progress (the follower
+  // acknowledged records sent on it) is lost: one that fails right after its handshake
+  // counts as a failure.
   std::chrono::milliseconds reconnect_interval{100};
   std::chrono::milliseconds reconnect_max_interval{2000};
 
