@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <initializer_list>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -95,31 +96,45 @@ class ForgedFollower {
   std::unique_ptr<transport::Connection> conn_;
 };
 
+// A one-shard leader named "leader" on the in-process fabric, writing to followers on
+// loopback `ports`; each test sets its sizes and timeouts.
+ChannelOptions leader_options(std::initializer_list<uint16_t> ports) {
+  ChannelOptions o = test::loopback_options();
+  o.shards = 1;
+  o.role = Role::leader;
+  o.node_id = "leader";
+  for (uint16_t p : ports) o.peers.push_back({"loopback", p});
+  return o;
+}
+
+std::unique_ptr<ReplicationChannel<test::MapStore>> open(
+    const ChannelOptions& o, test::MapStore& store, const std::shared_ptr<LoopbackFabric>& fabric) {
+  auto ch = ReplicationChannel<test::MapStore>::create(o, store,
+                                                       std::make_unique<LoopbackTransport>(fabric));
+  INFO((ch.ok() ? std::string() : ch.error().message()));
+  REQUIRE(ch.ok());
+  return std::move(ch).value();
+}
+
 }  // namespace
 
 TEST_CASE("an acknowledgement of records never sent on the connection drops it", "[replication]") {
   auto fabric = std::make_shared<LoopbackFabric>();
-  ChannelOptions o = test::loopback_options();
-  o.shards = 1;
+  ChannelOptions o = leader_options({32100});
   o.max_value_bytes = 4096;
   o.retain_bytes = 1 << 20;
   o.ack_mode = AckMode::all;
   o.flush_delay = 10s;  // the records stay in the open batch: assigned, never sent
   o.batch_bytes = 64 * 1024;
-  o.role = Role::leader;
-  o.node_id = "leader";
-  o.peers.push_back({"loopback", 32100});
   ForgedFollower forged(fabric, o, 32100);
 
   LogCapture logs;
   test::MapStore store;
-  auto leader = ReplicationChannel<test::MapStore>::create(
-      o, store, std::make_unique<LoopbackTransport>(fabric));
-  REQUIRE(leader.ok());
+  auto leader = open(o, store, fabric);
   forged.accept();
   Ticket last;
   for (int i = 0; i < 10; ++i) {
-    auto w = (*leader)->replicate("k" + std::to_string(i), "v");
+    auto w = leader->replicate("k" + std::to_string(i), "v");
     REQUIRE(w.ok());
     last = w.ticket;
   }
@@ -130,27 +145,21 @@ TEST_CASE("an acknowledgement of records never sent on the connection drops it",
   while (!logs.contains("acknowledgement of seq 10") && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(5ms);
   CHECK(logs.contains("protocol error: acknowledgement of seq 10", "last sent on this connection"));
-  CHECK((*leader)->metrics().protocol_errors >= 1);
-  CHECK_FALSE((*leader)->committed(last));
+  CHECK(leader->metrics().protocol_errors >= 1);
+  CHECK_FALSE(leader->committed(last));
 }
 
 TEST_CASE("a follower that fails right after each handshake is retried ever more slowly",
           "[replication]") {
   auto fabric = std::make_shared<LoopbackFabric>();
-  ChannelOptions o = test::loopback_options();
-  o.shards = 1;
+  ChannelOptions o = leader_options({32101});
   o.max_value_bytes = 4096;
   o.retain_bytes = 1 << 20;
   o.reconnect_interval = 10ms;
   o.reconnect_max_interval = 160ms;
-  o.role = Role::leader;
-  o.node_id = "leader";
-  o.peers.push_back({"loopback", 32101});
   ForgedFollower forged(fabric, o, 32101);
   test::MapStore store;
-  auto leader = ReplicationChannel<test::MapStore>::create(
-      o, store, std::make_unique<LoopbackTransport>(fabric));
-  REQUIRE(leader.ok());
+  auto leader = open(o, store, fabric);
   // Each connection is closed as soon as it is up. Had a connect reset the backoff, the
   // leader would come back every reconnect_interval; it doubles the wait instead, up to the
   // cap. (The gaps are lower bounds: a slow machine only makes them longer.)
@@ -170,42 +179,33 @@ TEST_CASE("a follower that fails right after each handshake is retried ever more
 TEST_CASE("a connected follower that never acknowledges does not stall the leader's writes",
           "[replication]") {
   auto fabric = std::make_shared<LoopbackFabric>();
-  ChannelOptions o = test::loopback_options();
-  o.shards = 1;
+  ChannelOptions o = leader_options({32102, 32103});  // healthy, then one that never acknowledges
   o.max_value_bytes = 1024;
   o.retain_bytes = 256 * 1024;  // filled by a few hundred writes
   o.ack_mode = AckMode::one;    // the healthy follower suffices
   o.ack_timeout = 300ms;
   o.stall_timeout = 5s;
-  o.role = Role::leader;
-  o.node_id = "leader";
-  o.peers.push_back({"loopback", 32102});  // healthy
-  o.peers.push_back({"loopback", 32103});  // connects, then never acknowledges
   test::MapStore fstore;
   auto fo = test::loopback_follower(o, 32102);
   fo.peers.clear();
-  auto follower = ReplicationChannel<test::MapStore>::create(
-      fo, fstore, std::make_unique<LoopbackTransport>(fabric));
-  REQUIRE(follower.ok());
+  auto follower = open(fo, fstore, fabric);
   ForgedFollower silent(fabric, o, 32103);
 
   LogCapture logs;
   test::MapStore store;
-  auto leader = ReplicationChannel<test::MapStore>::create(
-      o, store, std::make_unique<LoopbackTransport>(fabric));
-  REQUIRE(leader.ok());
+  auto leader = open(o, store, fabric);
   silent.accept();
   // Many times the window: without the timeout the window fills with batches the silent
   // follower holds and replicate() stalls.
   const std::string value(900, 'v');
   Ticket last;
   for (int i = 0; i < 3000; ++i) {
-    auto w = (*leader)->replicate("k" + std::to_string(i % 50), value);
+    auto w = leader->replicate("k" + std::to_string(i % 50), value);
     INFO("write " << i << ": " << replication::describe(w.status));
     REQUIRE(w.ok());
     last = w.ticket;
   }
-  REQUIRE((*leader)->wait(last, 10s).ok());
-  CHECK((*leader)->metrics().ack_timeouts >= 1);
+  REQUIRE(leader->wait(last, 10s).ok());
+  CHECK(leader->metrics().ack_timeouts >= 1);
   CHECK(logs.contains("acknowledged nothing for 300 ms", "ChannelOptions::ack_timeout"));
 }

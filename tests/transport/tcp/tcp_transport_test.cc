@@ -29,6 +29,43 @@ bool has_text(const Error& e, std::string_view s) {
   return e.message().find(s) != std::string::npos;
 }
 
+// A hand-made peer of a listener: a raw socket that ran a genuine initiator handshake as
+// `node_id`, and the connection the listener accepted for it (one receive posted), so that
+// a test can then misbehave on the socket.
+struct RawPeer {
+  bootstrap::Fd raw;
+  std::unique_ptr<Connection> server;
+};
+
+RawPeer accept_raw_peer(Listener& l, const ConnectionOptions& so, const std::string& node_id) {
+  auto fut = std::async(std::launch::async, [&] { return l.accept(so, 10s); });
+  auto raw = bootstrap::connect_tcp(l.local_endpoint(), Deadline::after(5s));
+  REQUIRE(raw.ok());
+  bootstrap::Hello hello;
+  hello.node_id = node_id;
+  REQUIRE(
+      bootstrap::exchange(raw->get(), hello, bootstrap::Role::initiator, "", Deadline::after(5s))
+          .ok());
+  auto server = fut.get();
+  REQUIRE(server.ok());
+  REQUIRE((*server)->post_recvs(1, 0) == PostStatus::ok);
+  return {std::move(raw).value(), std::move(server).value()};
+}
+
+// Polls `c` until it leaves the healthy state (10 s at most); every completion it gave.
+std::vector<Completion> poll_until_failed(Connection& c) {
+  Completion wc[4];
+  std::vector<Completion> got;
+  auto deadline = Deadline::after(10s);
+  while (c.healthy() && !deadline.expired()) {
+    (void)c.wait(100ms);
+    size_t n = c.poll(wc);
+    got.insert(got.end(), wc, wc + n);
+  }
+  got.insert(got.end(), wc, wc + c.poll(wc));
+  return got;
+}
+
 struct Env {
   tcp::TcpTransport t;
   std::vector<uint8_t> src = std::vector<uint8_t>(8192, 0x11);
@@ -150,37 +187,19 @@ TEST_CASE("tcp: a reset connection names ECONNRESET and the peer", "[transport][
   REQUIRE(l.ok());
   ConnectionOptions so;
   so.node_id = "follower";
-  auto fut = std::async(std::launch::async, [&] { return (*l)->accept(so, 10s); });
-  // A hand-made peer: genuine handshake, then an abortive close (SO_LINGER 0 sends RST).
-  auto raw = bootstrap::connect_tcp((*l)->local_endpoint(), Deadline::after(5s));
-  REQUIRE(raw.ok());
-  bootstrap::Hello hello;
-  hello.node_id = "crasher";
-  REQUIRE(
-      bootstrap::exchange(raw->get(), hello, bootstrap::Role::initiator, "", Deadline::after(5s))
-          .ok());
-  auto server = fut.get();
-  REQUIRE(server.ok());
-  REQUIRE((*server)->post_recvs(1, 0) == PostStatus::ok);
+  // Genuine handshake, then an abortive close (SO_LINGER 0 sends RST).
+  auto [raw, server] = accept_raw_peer(**l, so, "crasher");
   linger lg{1, 0};
-  REQUIRE(::setsockopt(raw->get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg) == 0);
-  raw->reset();
-  Completion c[4];
-  std::vector<Completion> got;
-  auto deadline = Deadline::after(10s);
-  while ((*server)->healthy() && !deadline.expired()) {
-    (void)(*server)->wait(100ms);
-    size_t n = (*server)->poll(c);
-    got.insert(got.end(), c, c + n);
-  }
-  got.insert(got.end(), c, c + (*server)->poll(c));
-  REQUIRE_FALSE((*server)->healthy());
-  const Error e = (*server)->error();
+  REQUIRE(::setsockopt(raw.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg) == 0);
+  raw.reset();
+  const std::vector<Completion> got = poll_until_failed(*server);
+  REQUIRE_FALSE(server->healthy());
+  const Error e = server->error();
   CHECK(has_text(e, "node 'crasher'"));
   CHECK(has_text(e, "broke the TCP connection (ECONNRESET: Connection reset by peer)"));
   REQUIRE(got.size() == 1);
   CHECK(got[0].status == WcStatus::flushed);
-  const std::string why = failure_reason(**server, got[0].status);
+  const std::string why = failure_reason(*server, got[0].status);
   CHECK(why == e.message());
   CHECK(why.find("IBV_") == std::string::npos);
 }
@@ -311,18 +330,8 @@ TEST_CASE("tcp: a truncated frame fails the connection without a completion", "[
   ConnectionOptions so;
   so.node_id = "follower";
   so.regions = {(*mr)->remote()};
-  auto fut = std::async(std::launch::async, [&] { return (*l)->accept(so, 10s); });
-  // A hand-made peer: genuine handshake, then half a frame header.
-  auto raw = bootstrap::connect_tcp((*l)->local_endpoint(), Deadline::after(5s));
-  REQUIRE(raw.ok());
-  bootstrap::Hello hello;
-  hello.node_id = "liar";
-  REQUIRE(
-      bootstrap::exchange(raw->get(), hello, bootstrap::Role::initiator, "", Deadline::after(5s))
-          .ok());
-  auto server = fut.get();
-  REQUIRE(server.ok());
-  REQUIRE((*server)->post_recvs(1, 0) == PostStatus::ok);
+  // Genuine handshake, then half a frame header.
+  auto [raw, server] = accept_raw_peer(**l, so, "liar");
   tcp::FrameHeader h;
   h.length = 1000;
   h.remote_addr = (*mr)->remote().addr;
@@ -330,20 +339,12 @@ TEST_CASE("tcp: a truncated frame fails the connection without a completion", "[
   h.seq = 1;
   uint8_t bytes[tcp::kFrameHeaderBytes];
   h.encode(bytes);
-  REQUIRE(bootstrap::send_all(raw->get(), std::span(bytes, 20), Deadline::after(5s), "x").ok());
-  raw->reset();
-  Completion c[4];
-  std::vector<Completion> got;
-  auto deadline = Deadline::after(10s);
-  while ((*server)->healthy() && !deadline.expired()) {
-    (void)(*server)->wait(100ms);
-    size_t n = (*server)->poll(c);
-    got.insert(got.end(), c, c + n);
-  }
-  got.insert(got.end(), c, c + (*server)->poll(c));
-  REQUIRE_FALSE((*server)->healthy());
-  CHECK(has_text((*server)->error(), "truncated frame"));
-  CHECK(has_text((*server)->error(), "node 'liar'"));
+  REQUIRE(bootstrap::send_all(raw.get(), std::span(bytes, 20), Deadline::after(5s), "x").ok());
+  raw.reset();
+  const std::vector<Completion> got = poll_until_failed(*server);
+  REQUIRE_FALSE(server->healthy());
+  CHECK(has_text(server->error(), "truncated frame"));
+  CHECK(has_text(server->error(), "node 'liar'"));
   REQUIRE(got.size() == 1);
   CHECK(got[0].status == WcStatus::flushed);
   CHECK(std::all_of(dst.begin(), dst.end(), [](uint8_t b) { return b == 0xab; }));
