@@ -71,6 +71,16 @@ uint64_t Leader::last_seq(uint32_t shard) const noexcept {
   return shards_[shard]->next_seq.load(std::memory_order_acquire) - 1;
 }
 
+void Leader::shard_lag(std::vector<uint64_t>& lag) const noexcept {
+  lag.assign(shards_.size(), 0);
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    const uint64_t last = last_seq(static_cast<uint32_t>(i));
+    for (const auto& l : shards_[i]->links)
+      lag[i] =
+          std::max(lag[i], last - std::min(last, l->acked_seq.load(std::memory_order_relaxed)));
+  }
+}
+
 // ------------------------------------------------------------------ window management
 
 void Leader::push_desc(Shard& s, const BatchDesc& d) noexcept {
@@ -344,6 +354,7 @@ size_t Leader::progress_locked(Shard& s) noexcept {
 size_t Leader::progress() noexcept {
   size_t work = 0;
   std::array<uint64_t, kMaxFollowers> lag{};
+  std::array<uint64_t, kMaxFollowers> lag_bytes{};
   uint64_t depth = 0;
   uint64_t retained = 0;
   for (auto& sp : shards_) {
@@ -358,7 +369,9 @@ size_t Leader::progress() noexcept {
     uint64_t shard_depth = 0;
     for (size_t i = 0; i < sp->links.size(); ++i) {
       const Link& l = *sp->links[i];
-      lag[i] += last - std::min(last, l.acked_seq.load(std::memory_order_relaxed));
+      const uint64_t acked = l.acked_seq.load(std::memory_order_relaxed);
+      lag[i] += last - std::min(last, acked);
+      lag_bytes[i] += sp->window.bytes_after(acked);
       if (l.up.load(std::memory_order_relaxed))
         shard_depth = std::max<uint64_t>(shard_depth,
                                          sp->window.end_bn() - l.next_send_bn + l.inflight_count);
@@ -370,6 +383,7 @@ size_t Leader::progress() noexcept {
   metrics_.retained_bytes.store(retained, std::memory_order_relaxed);
   for (size_t i = 0; i < options_.peers.size(); ++i) {
     metrics_.follower_lag[i].store(lag[i], std::memory_order_relaxed);
+    metrics_.follower_lag_bytes[i].store(lag_bytes[i], std::memory_order_relaxed);
     bool up = true;
     for (auto& sp : shards_) up = up && sp->links[i]->up.load(std::memory_order_relaxed);
     metrics_.follower_connected[i].store(up, std::memory_order_relaxed);

@@ -42,6 +42,7 @@ struct BatchDesc {
   uint32_t value_len = 0;
   uint32_t value_lkey = 0;
   const std::byte* value = nullptr;
+  uint64_t end_bytes = 0;  // `len` of every batch pushed so far, this one included (push())
   [[nodiscard]] uint64_t last_seq() const noexcept { return first_seq + count - 1; }
 };
 
@@ -71,7 +72,10 @@ class RetainedWindow {
 
   // Appends the descriptor of a batch sealed (or recovered) at the newest placement.
   void push(const BatchDesc& d) noexcept {
-    desc(end_bn_) = d;
+    BatchDesc& slot = desc(end_bn_);
+    slot = d;
+    pushed_bytes_ += d.len;
+    slot.end_bytes = pushed_bytes_;
     ++end_bn_;
   }
 
@@ -130,6 +134,23 @@ class RetainedWindow {
     return true;
   }
 
+  // The padded bytes of the retained batches that hold a record after `seq`: what a
+  // follower that acknowledged `seq` still lacks, as far as the window knows.
+  [[nodiscard]] uint64_t bytes_after(uint64_t seq) const noexcept {
+    uint64_t lo = first_bn_;
+    uint64_t hi = end_bn_;
+    while (lo < hi) {  // the first batch whose last seq is past `seq`
+      const uint64_t mid = lo + (hi - lo) / 2;
+      if (desc(mid).last_seq() <= seq) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    if (lo == end_bn_) return 0;
+    return pushed_bytes_ - (desc(lo).end_bytes - desc(lo).len);
+  }
+
   // The first retained batch with a record after `resume` (end_bn() when there is none).
   [[nodiscard]] uint64_t first_after(uint64_t resume) const noexcept {
     uint64_t bn = first_bn_;
@@ -161,6 +182,7 @@ class RetainedWindow {
   size_t held_ = 0;
   uint64_t first_bn_ = 0;
   uint64_t end_bn_ = 0;
+  uint64_t pushed_bytes_ = 0;  // `len` of every batch pushed, for bytes_after()
 };
 
 }  // namespace rdmarepl::replication::detail

@@ -19,7 +19,10 @@ replication::MetricsSnapshot sample_snapshot() {
   for (const auto& f : replication::kMetricFields) m.*f.member = v += 7;
   m.followers = 2;
   m.follower_lag = {5, 0};
+  m.follower_lag_bytes = {4096, 0};
   m.follower_connected = {true, false};
+  m.shard_seq = {10, 0, 7};
+  m.shard_lag = {3, 0, 2};
   metrics::Histogram lat;
   for (uint64_t ns : {900, 2'000, 2'100, 40'000, 3'000'000}) lat.record(ns);
   m.ack_latency_ns = lat.snapshot();
@@ -74,6 +77,23 @@ TEST_CASE("per-follower lag and connection state carry a follower label") {
   CHECK(samples["rdmarepl_follower_connected{" + kLabels + ",follower=\"0\"}"] == 1);
   CHECK(samples["rdmarepl_follower_connected{" + kLabels + ",follower=\"1\"}"] == 0);
   CHECK(samples.count("rdmarepl_follower_lag_records{" + kLabels + ",follower=\"2\"}") == 0);
+  CHECK(samples["rdmarepl_follower_lag_bytes{" + kLabels + ",follower=\"0\"}"] == 4096);
+  CHECK(samples["rdmarepl_follower_lag_bytes{" + kLabels + ",follower=\"1\"}"] == 0);
+}
+
+TEST_CASE("per-shard seq and lag carry a shard label; a follower has no shard lag") {
+  auto m = sample_snapshot();
+  auto samples = scrape(collector(m));
+  CHECK(samples["rdmarepl_shard_last_seq{" + kLabels + ",shard=\"0\"}"] == 10);
+  CHECK(samples["rdmarepl_shard_last_seq{" + kLabels + ",shard=\"2\"}"] == 7);
+  CHECK(samples["rdmarepl_shard_lag_records{" + kLabels + ",shard=\"0\"}"] == 3);
+  CHECK(samples["rdmarepl_shard_lag_records{" + kLabels + ",shard=\"1\"}"] == 0);
+  CHECK(samples.count("rdmarepl_shard_last_seq{" + kLabels + ",shard=\"3\"}") == 0);
+  m.shard_lag.clear();
+  std::string text;
+  samples = scrape(collector(m), &text);
+  CHECK(samples["rdmarepl_shard_last_seq{" + kLabels + ",shard=\"1\"}"] == 0);
+  CHECK(text.find("rdmarepl_shard_lag_records") == std::string::npos);
 }
 
 TEST_CASE("histograms are exported in base units with cumulative le buckets") {

@@ -275,6 +275,58 @@ TEST_CASE("a restarted follower is caught up from the retained window", "[channe
   CHECK(c.leader->metrics().reconnects > 0);
 }
 
+// Polls the leader's metrics (published by its poller) until `done` holds or 10 s pass.
+template <class Pred>
+MetricsSnapshot metrics_when(Channel& leader, Pred done) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  MetricsSnapshot m = leader.metrics();
+  while (!done(m) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+    m = leader.metrics();
+  }
+  return m;
+}
+
+TEST_CASE("per-follower lag in records and bytes and per-shard seq and lag", "[channel]") {
+  Cluster c(base_options());
+  c.followers[1].reset();  // away from the start: it acknowledges nothing
+  c.start_leader();
+  write_load(c, 2, 1000, 5, 400);
+  c.leader->flush();
+  const auto lagging = metrics_when(*c.leader, [&](const MetricsSnapshot& m) {
+    return m.follower_lag[0] == 0 && m.follower_lag[1] == m.records_replicated;
+  });
+  REQUIRE(lagging.records_replicated == 1000);
+  CHECK(lagging.follower_lag[0] == 0);
+  CHECK(lagging.follower_lag_bytes[0] == 0);
+  CHECK(lagging.follower_lag[1] == 1000);
+  // Every sealed batch is retained and unacknowledged by follower 1: its records' bytes plus
+  // the batch headers and padding.
+  CHECK(lagging.follower_lag_bytes[1] > lagging.bytes_replicated);
+  CHECK(lagging.follower_lag_bytes[1] <= lagging.bytes_replicated + lagging.batches_sealed * 4096);
+  REQUIRE(lagging.shard_seq.size() == 3);
+  REQUIRE(lagging.shard_lag.size() == 3);
+  uint64_t seqs = 0;
+  for (uint32_t s = 0; s < 3; ++s) {
+    CHECK(lagging.shard_seq[s] == c.leader->last_seq(s));
+    CHECK(lagging.shard_lag[s] == lagging.shard_seq[s]);  // the slowest follower has none
+    seqs += lagging.shard_seq[s];
+  }
+  CHECK(seqs == 1000);
+
+  c.followers[1] = start_follower(c.fabric, c.options, 30001);
+  require_converged(c);
+  const auto caught_up = metrics_when(*c.leader, [](const MetricsSnapshot& m) {
+    return m.follower_lag[1] == 0 && m.follower_lag_bytes[1] == 0;
+  });
+  CHECK(caught_up.follower_lag[1] == 0);
+  CHECK(caught_up.follower_lag_bytes[1] == 0);
+  for (uint32_t s = 0; s < 3; ++s) CHECK(caught_up.shard_lag[s] == 0);
+  const auto fm = c.followers[1]->channel->metrics();
+  CHECK(fm.shard_seq == caught_up.shard_seq);  // a follower reports the seqs it applied
+  CHECK(fm.shard_lag.empty());
+}
+
 TEST_CASE("ack=all with a follower away: wait fails after away_timeout, or waits", "[channel]") {
   auto o = base_options();
   o.ack_mode = AckMode::all;

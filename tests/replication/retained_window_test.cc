@@ -121,3 +121,28 @@ TEST_CASE("a resuming follower continues at the batch holding its next seq", "[w
   CHECK(w.find_after(10) == 1u);
   CHECK(w.first_seq(99) == 11);
 }
+
+TEST_CASE("bytes_after counts the retained batches a follower still lacks", "[window]") {
+  rdmarepl::test::LoopbackTransport t(std::make_shared<rdmarepl::test::LoopbackFabric>());
+  auto w = make_window(t, 4096, 64);
+  const auto all = [](const BatchDesc&) { return true; };
+  CHECK(w.bytes_after(0) == 0);       // empty
+  for (uint64_t i = 0; i < 5; ++i) {  // batches of 100, 200, .. 500 bytes, 10 seqs each
+    REQUIRE(w.make_room(100 * (i + 1), 4096, all) != Room::stalled);
+    add(w, 100 * (i + 1), 1 + 10 * i, 10);
+  }
+  CHECK(w.bytes_after(0) == 1500);
+  CHECK(w.bytes_after(5) == 1500);   // the first batch is only partly acknowledged
+  CHECK(w.bytes_after(10) == 1400);  // boundaries: seq 10 ends the first batch
+  CHECK(w.bytes_after(31) == 900);
+  CHECK(w.bytes_after(49) == 500);
+  CHECK(w.bytes_after(50) == 0);
+  CHECK(w.bytes_after(1000) == 0);
+  // After evicting the two oldest, a follower behind the window counts what is retained.
+  const auto first_two = [](const BatchDesc& d) { return d.last_seq() <= 20; };
+  while (w.evict_oldest(first_two)) {
+  }
+  CHECK(w.first_bn() == 2);
+  CHECK(w.bytes_after(0) == 1200);
+  CHECK(w.bytes_after(35) == 900);
+}

@@ -1,5 +1,6 @@
 // Counters of one ReplicationChannel: a plain struct of atomics updated on the data path
-// with relaxed increments, and a snapshot() for reporting. The fields come from the lists
+// with relaxed increments, and a snapshot() for reporting (the per-shard entries are
+// filled by the engine, which owns the per-shard state). The fields come from the lists
 // in metric_fields.h; kMetricFields and kHistogramFields describe them for writers.
 #pragma once
 
@@ -7,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "rdmarepl/metrics/histogram.h"
 #include "rdmarepl/replication/metric_fields.h"
@@ -21,7 +23,15 @@ struct MetricsSnapshot {
   RDMAREPL_CHANNEL_METRICS(RDMAREPL_METRIC_)
 #undef RDMAREPL_METRIC_
   std::array<uint64_t, kMaxFollowers> follower_lag{};  // leader: records not yet acked
+  // Leader: bytes of sealed batches not yet acked, counted over the retained windows (a
+  // follower caught up from the log counts the windows whole).
+  std::array<uint64_t, kMaxFollowers> follower_lag_bytes{};
   std::array<bool, kMaxFollowers> follower_connected{};
+  // Per shard (ChannelOptions::shards entries). shard_seq: leader, the last seq assigned;
+  // follower, the last seq applied. shard_lag: leader, the records of that shard the
+  // slowest follower has not acknowledged (empty on a follower).
+  std::vector<uint64_t> shard_seq;
+  std::vector<uint64_t> shard_lag;
 #define RDMAREPL_HISTOGRAM_(name, unit, help) metrics::Histogram::Snapshot name;
   RDMAREPL_CHANNEL_HISTOGRAMS(RDMAREPL_HISTOGRAM_)
 #undef RDMAREPL_HISTOGRAM_
@@ -68,6 +78,7 @@ struct ChannelMetrics {
   RDMAREPL_CHANNEL_METRICS(RDMAREPL_METRIC_)
 #undef RDMAREPL_METRIC_
   std::array<std::atomic<uint64_t>, kMaxFollowers> follower_lag{};
+  std::array<std::atomic<uint64_t>, kMaxFollowers> follower_lag_bytes{};
   std::array<std::atomic<bool>, kMaxFollowers> follower_connected{};
 #define RDMAREPL_HISTOGRAM_(name, unit, help) metrics::Histogram name;
   RDMAREPL_CHANNEL_HISTOGRAMS(RDMAREPL_HISTOGRAM_)
@@ -85,6 +96,7 @@ struct ChannelMetrics {
 #undef RDMAREPL_METRIC_
     for (uint32_t i = 0; i < kMaxFollowers; ++i) {
       s.follower_lag[i] = ld(follower_lag[i]);
+      s.follower_lag_bytes[i] = ld(follower_lag_bytes[i]);
       s.follower_connected[i] = follower_connected[i].load(std::memory_order_relaxed);
     }
 #define RDMAREPL_HISTOGRAM_(name, unit, help) s.name = name.snapshot();

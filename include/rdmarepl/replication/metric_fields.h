@@ -3,8 +3,9 @@
 // ChannelMetrics::snapshot(), the field tables kMetricFields / kHistogramFields and every
 // writer built on them (the demo's control lines, rdmarepl-bench --json) derive from these
 // lists, so a new metric is one line here plus its row in docs/replication.md ("Metrics"),
-// which a test checks. The per-follower arrays (follower_lag, follower_connected) are the
-// only fields outside the lists.
+// which a test checks. The per-follower arrays (follower_lag, follower_lag_bytes,
+// follower_connected) and the per-shard vectors (shard_seq, shard_lag) are the only fields
+// outside the lists.
 #pragma once
 
 // X(name, kind, unit, help): a uint64_t; kind is counter (only grows) or gauge.

@@ -74,6 +74,7 @@ std::vector<MetricFamily> ChannelCollector::Collect() const {
   const replication::MetricsSnapshot m = source_.metrics();
   add_scalars(m, out);
   add_followers(m, out);
+  add_shards(m, out);
   add_histograms(m, out);
   if (source_.knobs) add_knobs(source_.knobs(), out);
   return out;
@@ -106,6 +107,10 @@ void ChannelCollector::add_followers(const replication::MetricsSnapshot& m,
   auto lag = family("rdmarepl_follower_lag_records",
                     "leader: records replicated to a follower and not yet acknowledged by it",
                     "records", MetricType::Gauge);
+  auto lag_bytes = family("rdmarepl_follower_lag_bytes",
+                          "leader: bytes of sealed batches a follower has not acknowledged, "
+                          "over the retained windows",
+                          "bytes", MetricType::Gauge);
   auto up =
       family("rdmarepl_follower_connected", "leader: 1 while the connection to a follower is up",
              "boolean", MetricType::Gauge);
@@ -113,10 +118,32 @@ void ChannelCollector::add_followers(const replication::MetricsSnapshot& m,
     auto l = labels();
     l.push_back({"follower", std::to_string(i)});
     lag.metric.push_back(gauge(l, static_cast<double>(m.follower_lag[i])));
+    lag_bytes.metric.push_back(gauge(l, static_cast<double>(m.follower_lag_bytes[i])));
     up.metric.push_back(gauge(l, m.follower_connected[i] ? 1.0 : 0.0));
   }
   out.push_back(std::move(lag));
+  out.push_back(std::move(lag_bytes));
   out.push_back(std::move(up));
+}
+
+void ChannelCollector::add_shards(const replication::MetricsSnapshot& m,
+                                  std::vector<MetricFamily>& out) const {
+  if (m.shard_seq.empty()) return;
+  auto seq = family("rdmarepl_shard_last_seq",
+                    "the shard's last seq: assigned (leader) or applied (follower)", "seq",
+                    MetricType::Gauge);
+  auto lag = family("rdmarepl_shard_lag_records",
+                    "leader: records of the shard the slowest follower has not acknowledged",
+                    "records", MetricType::Gauge);
+  for (size_t i = 0; i < m.shard_seq.size(); ++i) {
+    auto l = labels();
+    l.push_back({"shard", std::to_string(i)});
+    seq.metric.push_back(gauge(l, static_cast<double>(m.shard_seq[i])));
+    if (i < m.shard_lag.size())
+      lag.metric.push_back(gauge(std::move(l), static_cast<double>(m.shard_lag[i])));
+  }
+  out.push_back(std::move(seq));
+  if (!lag.metric.empty()) out.push_back(std::move(lag));
 }
 
 void ChannelCollector::add_histograms(const replication::MetricsSnapshot& m,

@@ -55,6 +55,8 @@ class ChannelCollector final : public prometheus::Collectable {
                    std::vector<prometheus::MetricFamily>& out) const;
   void add_followers(const replication::MetricsSnapshot& m,
                      std::vector<prometheus::MetricFamily>& out) const;
+  void add_shards(const replication::MetricsSnapshot& m,
+                  std::vector<prometheus::MetricFamily>& out) const;
   void add_histograms(const replication::MetricsSnapshot& m,
                       std::vector<prometheus::MetricFamily>& out) const;
   void add_knobs(const tuning::Knobs& k, std::vector<prometheus::MetricFamily>& out) const;
