@@ -157,8 +157,8 @@ void add_live_options(CLI::App& app, BenchArgs& a) {
       ->group(g);
   app.add_option("--sweep-out", l.sweep_out, "the dataset (default sweep.csv)")->group(g);
   app.add_flag("--phased", a.phased,
-               "the phased evaluation (benchmarks/tuning/): static-default, heuristic, xgboost "
-               "and best-static over four phases")
+               "the phased evaluation (benchmarks/tuning/): static-default, heuristic, xgboost, "
+               "lstm and best-static over four phases")
       ->group(g);
   app.add_option("--rate", l.rate, "offered MB/s of phase 1 (default 20); later phases offer 1.5 L")
       ->group(g);

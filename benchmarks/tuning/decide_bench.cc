@@ -19,6 +19,7 @@
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/tuning/features.h"
 #include "rdmarepl/tuning/heuristic_tuner.h"
+#include "rdmarepl/tuning/lstm_tuner.h"
 #include "rdmarepl/tuning/runner.h"
 #include "rdmarepl/tuning/static_tuner.h"
 #include "rdmarepl/tuning/synthetic.h"
@@ -89,8 +90,8 @@ void BM_DecideHeuristic(benchmark::State& state) {
 }
 BENCHMARK(BM_DecideHeuristic);
 
-XgboostOptions bench_options() {
-  XgboostOptions o;
+ModelTunerOptions bench_options() {
+  ModelTunerOptions o;
   o.refresh_every = 0;      // decide() only
   o.hold_after_revert = 0;  // always evaluate the full grid
   o.revert_margin = 1e9;
@@ -109,6 +110,27 @@ void BM_DecideXgboost(benchmark::State& state) {
   });
 }
 BENCHMARK(BM_DecideXgboost)->Unit(benchmark::kMicrosecond);
+
+// The shipped LSTM model (models/default_lstm_model.bin), or null when it is missing.
+const LstmModel* lstm_model() {
+  static const LstmModel* m = [] {
+    auto l = LstmModel::load(RDMAREPL_BENCH_SOURCE_LSTM_MODEL);
+    return l ? new LstmModel(std::move(*l)) : nullptr;
+  }();
+  return m;
+}
+
+// The LSTM's decision: one pass over the history (8 windows) and the head per candidate.
+void BM_DecideLstm(benchmark::State& state) {
+  if (lstm_model() == nullptr) {
+    state.SkipWithError("no LSTM model at " RDMAREPL_BENCH_SOURCE_LSTM_MODEL);
+    return;
+  }
+  run_decide(state, [] {
+    return std::make_unique<LstmTuner>(*lstm_model(), Knobs{}, KnobBounds{}, 500, bench_options());
+  });
+}
+BENCHMARK(BM_DecideLstm)->Unit(benchmark::kMicrosecond);
 
 // One row through both boosters: with the XGBoost C API (the baseline), and through the
 // native copy of the trees that decide() uses.
@@ -135,7 +157,7 @@ void BM_RunnerTickXgboost(benchmark::State& state) {
     state.SkipWithError("no XGBoost model (built without XGBoost?)");
     return;
   }
-  XgboostOptions o = bench_options();
+  ModelTunerOptions o = bench_options();
   o.refresh_every = 1u << 30;  // samples go to the ring; no refresh inside the loop
   auto copy = model()->clone();
   size_t i = 0;
@@ -179,6 +201,15 @@ void summary() {
   auto decide = median_ns(
       [&](int i) { benchmark::DoNotOptimize(t.decide(obs[static_cast<size_t>(i) % obs.size()])); },
       500, 7);
+  std::pair<double, double> lstm{NAN, NAN};
+  if (lstm_model() != nullptr) {
+    LstmTuner l(*lstm_model(), Knobs{}, KnobBounds{}, 500, bench_options());
+    lstm = median_ns(
+        [&](int i) {
+          benchmark::DoNotOptimize(l.decide(obs[static_cast<size_t>(i) % obs.size()]));
+        },
+        500, 7);
+  }
   float row[kNumFeatures];
   encode_features(obs[0], Knobs{}, Knobs{}, row);
   Prediction p;
@@ -186,12 +217,14 @@ void summary() {
   std::printf(
       "\nsummary (medians of 7 x 500 calls; %d trees per target)      wall       CPU\n"
       "  xgboost tuner decide()  (target < 100 us)          %8.1f us %8.1f us\n"
+      "  lstm tuner decide()     (target < 100 us)          %8.1f us %8.1f us\n"
       "  baseline: one row through the XGBoost C API        %8.1f us %8.1f us\n"
       "  ratio decide / baseline                            %8.2f    %8.2f\n"
       "  share of one core at a %.0f ms period (budget 1%%)  %8.3f%%   %8.3f%%\n",
-      model()->trees_per_target(), decide.first * 1e-3, decide.second * 1e-3, one.first * 1e-3,
-      one.second * 1e-3, decide.first / one.first, decide.second / one.second, kPeriodS * 1e3,
-      100.0 * decide.first * 1e-9 / kPeriodS, 100.0 * decide.second * 1e-9 / kPeriodS);
+      model()->trees_per_target(), decide.first * 1e-3, decide.second * 1e-3, lstm.first * 1e-3,
+      lstm.second * 1e-3, one.first * 1e-3, one.second * 1e-3, decide.first / one.first,
+      decide.second / one.second, kPeriodS * 1e3, 100.0 * decide.first * 1e-9 / kPeriodS,
+      100.0 * decide.second * 1e-9 / kPeriodS);
 }
 
 }  // namespace

@@ -5,9 +5,10 @@
 //   3 values-16k   1.5 L MB/s of 16 KiB values
 //   4 mixed        1.5 L MB/s of values uniform in 64 B .. 16 KiB
 // run under: static-default (the channel's default knobs), best-static (for each phase the
-// best setting of a grid, each run alone on that phase: best in hindsight), heuristic and
-// xgboost (the channel's tuner). Per phase: throughput and commit-latency p50/p99/p999; per
-// window: a CSV for the plot (benchmarks/tuning/plot_phases.sh).
+// best setting of a grid, each run alone on that phase: best in hindsight), heuristic,
+// xgboost (the channel's default tuner; --model replaces its model) and lstm. Per phase: throughput
+// and commit-latency p50/p99/p999; per window: a CSV for the plot
+// (benchmarks/tuning/plot_phases.sh).
 #include <fmt/format.h>
 
 #include <fstream>
@@ -138,14 +139,14 @@ int run_phased(const LiveArgs& args) {
     runs.push_back(*r);
   }
   // The tuners.
-  for (const std::string tuner : {"heuristic", "xgboost"}) {
+  for (const std::string tuner : {"heuristic", "xgboost", "lstm"}) {
     auto o = base;
     o.tuning.enabled = true;
     o.tuning.tuner = tuner;
     o.tuning.bounds = bounds;
     o.tuning.period = std::chrono::milliseconds(args.tuner_period_ms);
     o.tuning.latency_target_p99_us = static_cast<double>(args.latency_target_us);
-    if (!model.empty()) o.tuning.xgboost.model_path = model;
+    if (!model.empty() && tuner == "xgboost") o.tuning.model.model_path = model;
     fmt::print("{} ...\n", tuner);
     std::fflush(stdout);
     auto r = run_phases(tuner, *config, o, phases, args.phase_windows, args.warmup_windows, win,

@@ -197,7 +197,7 @@ Status CoreBase::start_tuner() {
     cfg.initial = initial;
     cfg.latency_target_p99_us = t.latency_target_p99_us;
     cfg.heuristic = t.heuristic;
-    cfg.xgboost = t.xgboost;
+    cfg.model = t.model;
     auto made = tuning::make_tuner(t.tuner, cfg);
     if (!made.ok())
       return Error(made.error().code(), fmt::format("ChannelOptions::tuning.tuner = \"{}\": {}",

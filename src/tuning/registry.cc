@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "rdmarepl/tuning/heuristic_tuner.h"
+#include "rdmarepl/tuning/lstm_tuner.h"
 #include "rdmarepl/tuning/static_tuner.h"
 #include "rdmarepl/tuning/xgboost_tuner.h"
 
@@ -22,7 +23,11 @@ TunerRegistry& TunerRegistry::global() {
     // so a channel never fails to start for want of a model.
     (void)reg->add("xgboost", [](const TunerConfig& c) -> Result<std::unique_ptr<Tuner>> {
       return std::unique_ptr<Tuner>(
-          std::make_unique<XgboostTuner>(c.initial, c.bounds, c.latency_target_p99_us, c.xgboost));
+          std::make_unique<XgboostTuner>(c.initial, c.bounds, c.latency_target_p99_us, c.model));
+    });
+    (void)reg->add("lstm", [](const TunerConfig& c) -> Result<std::unique_ptr<Tuner>> {
+      return std::unique_ptr<Tuner>(
+          std::make_unique<LstmTuner>(c.initial, c.bounds, c.latency_target_p99_us, c.model));
     });
     return reg;
   }();

@@ -81,7 +81,7 @@ TEST_CASE("per-follower lag and connection state carry a follower label") {
   CHECK(samples["rdmarepl_follower_lag_bytes{" + kLabels + ",follower=\"1\"}"] == 0);
 }
 
-TEST_CASE("per-shard seq and lag carry a shard label; a follower has no shard lag") {
+TEST_CASE("per-shard seq and lag carry a shard label and a follower has no shard lag") {
   auto m = sample_snapshot();
   auto samples = scrape(collector(m));
   CHECK(samples["rdmarepl_shard_last_seq{" + kLabels + ",shard=\"0\"}"] == 10);

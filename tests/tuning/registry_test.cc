@@ -37,9 +37,9 @@ TEST_CASE("static tuner returns its knobs whatever it observes", "[tuning]") {
 
 TEST_CASE("registry creates the built-in tuners by name", "[tuning]") {
   TunerConfig c;
-  c.xgboost.model_path = "/nonexistent/model.json";  // keep this test independent of models
+  c.model.model_path = "/nonexistent/model.json";  // keep this test independent of models
   auto names = TunerRegistry::global().names();
-  for (const char* n : {"static", "heuristic", "xgboost"}) {
+  for (const char* n : {"static", "heuristic", "xgboost", "lstm"}) {
     CHECK(std::find(names.begin(), names.end(), n) != names.end());
     auto t = make_tuner(n, c);
     REQUIRE(t.ok());

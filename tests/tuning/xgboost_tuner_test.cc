@@ -12,8 +12,8 @@ using rdmarepl::tuning::testing::skip_without_xgboost;
 
 namespace {
 
-XgboostOptions no_learning() {
-  XgboostOptions o;
+ModelTunerOptions no_learning() {
+  ModelTunerOptions o;
   o.refresh_every = 0;
   return o;
 }
@@ -62,7 +62,7 @@ TEST_CASE("xgboost tuner improves a saturated channel in the synthetic system",
   Knobs start;
   start.batch_bytes = 16 * 1024;
   start.shards = 1;
-  XgboostOptions opt = no_learning();
+  ModelTunerOptions opt = no_learning();
   opt.revert_margin = 0.5;
   XgboostTuner t(copy_of_small_model(), start, KnobBounds{}, 1000, opt);
   Observation first = m.simulate(w, start, nullptr);
@@ -89,7 +89,7 @@ TEST_CASE("xgboost tuner reverts a move whose outcome falls short of the predict
   Knobs start;
   start.batch_bytes = 16 * 1024;
   start.shards = 1;
-  XgboostOptions opt = no_learning();
+  ModelTunerOptions opt = no_learning();
   opt.hold_after_revert = 2;
   XgboostTuner t(copy_of_small_model(), start, KnobBounds{}, 1000, opt);
   Observation o = m.simulate(w, start, nullptr);
@@ -108,7 +108,7 @@ TEST_CASE("xgboost tuner reverts a move whose outcome falls short of the predict
 TEST_CASE("xgboost tuner without a usable model falls back to static knobs", "[tuning]") {
   Knobs start;
   start.batch_bytes = 96 * 1024;
-  XgboostOptions opt;
+  ModelTunerOptions opt;
   opt.model_path = "/nonexistent/model.json";
   XgboostTuner t(start, KnobBounds{}, 500, opt);
   CHECK_FALSE(t.has_model());
@@ -137,7 +137,7 @@ TEST_CASE("xgboost tuner keeps its model when a new one fails to load", "[tuning
 TEST_CASE("xgboost tuner learns online: samples fill a bounded ring, refreshes bump the version",
           "[tuning][xgboost]") {
   if (skip_without_xgboost()) return;
-  XgboostOptions opt;
+  ModelTunerOptions opt;
   opt.ring_capacity = 64;
   opt.refresh_every = 50;
   opt.update.rounds = 2;
@@ -153,7 +153,7 @@ TEST_CASE("xgboost tuner learns online: samples fill a bounded ring, refreshes b
 
 TEST_CASE("xgboost tuner with no model learns one from live samples", "[tuning][xgboost]") {
   if (skip_without_xgboost()) return;
-  XgboostOptions opt;
+  ModelTunerOptions opt;
   opt.model_path = "/nonexistent/model.json";
   opt.refresh_every = 200;
   XgboostTuner t(Knobs{}, KnobBounds{}, 500, opt);

@@ -1,22 +1,33 @@
-// rdmarepl-tune: the training pipeline of the XGBoost tuner.
+// rdmarepl-tune: the training pipeline of the model-driven tuners (XGBoost and LSTM).
 //
 //   rdmarepl-tune generate --rows N [--seed S] --out DATASET.csv
 //   rdmarepl-tune train --data DATASET.csv --out MODEL.json [--holdout F] [--rounds R]
 //                       [--depth D] [--eta E] [--seed S] [--threads T]
-//   rdmarepl-tune eval --data DATASET.csv --model MODEL.json
+//   rdmarepl-tune train-lstm --data DATASET.csv --out MODEL.bin [train_lstm.py options]
+//   rdmarepl-tune eval --data DATASET.csv --model MODEL.json|MODEL.bin
+//
+// train-lstm runs tools/rdmarepl-tune/train_lstm.py (installed beside the models) with
+// Debian's /usr/bin/python3, which needs PyTorch (python3-torch). eval reads either kind of
+// model file; an LSTM model sees the rows in order, as a tuner would.
 //
 // The dataset format is documented in docs/tuning.md. Exit status: 0 success, 1 failure
 // (with a message on stderr), 2 bad usage. Arguments are parsed with CLI11.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "rdmarepl/tuning/dataset.h"
+#include "rdmarepl/tuning/lstm_model.h"
 #include "rdmarepl/tuning/model.h"
 #include "rdmarepl/tuning/synthetic.h"
 
@@ -103,7 +114,48 @@ int train(const TrainArgs& a) {
   return 0;
 }
 
+bool is_lstm_file(const std::string& path) {
+  char magic[8] = {};
+  std::ifstream in(path, std::ios::binary);
+  return in.read(magic, sizeof magic) && std::memcmp(magic, "RDRLSTM1", sizeof magic) == 0;
+}
+
+int eval_lstm(const EvalArgs& a) {
+  auto model = LstmModel::load(a.model);
+  if (!model) return fail(model.error());
+  auto data = read_dataset(a.data);
+  if (!data) return fail(data.error());
+  auto r = evaluate_in_order(*model, *data);
+  if (!r) return fail(r.error());
+  std::printf("LSTM model %s: version %llu, %u steps, hidden %u\n", a.model.c_str(),
+              static_cast<unsigned long long>(model->version()), model->steps(), model->hidden());
+  print_report("error", *r);
+  return 0;
+}
+
+// The training script: the installed copy, else the one in the source tree.
+std::string lstm_script() {
+  std::error_code ec;
+  if (std::filesystem::exists(RDMAREPL_INSTALLED_LSTM_SCRIPT, ec))
+    return RDMAREPL_INSTALLED_LSTM_SCRIPT;
+  return RDMAREPL_SOURCE_LSTM_SCRIPT;
+}
+
+int train_lstm(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"/usr/bin/python3", lstm_script()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> c;
+  for (auto& s : argv) c.push_back(s.data());
+  c.push_back(nullptr);
+  std::fflush(stdout);
+  ::execv(c[0], c.data());
+  return fail(
+      Error(Errc::not_found, fmt::format("cannot run {} {}: {}; install python3 and python3-torch",
+                                         argv[0], argv[1], std::strerror(errno))));
+}
+
 int eval(const EvalArgs& a) {
+  if (is_lstm_file(a.model)) return eval_lstm(a);
   auto model = TuningModel::load(a.model);
   if (!model) return fail(model.error());
   auto data = read_dataset(a.data);
@@ -152,19 +204,31 @@ void add_train(CLI::App& app, TrainArgs& t) {
 void add_eval(CLI::App& app, EvalArgs& e) {
   auto* cmd = app.add_subcommand("eval", "print the model's error on every row of the dataset");
   cmd->add_option("--data", e.data, "the dataset (CSV)")->required();
-  cmd->add_option("--model", e.model, "the model (JSON)")->required();
+  cmd->add_option("--model", e.model, "the model (XGBoost JSON or LSTM .bin)")->required();
+}
+
+void add_train_lstm(CLI::App& app, std::vector<std::string>& args) {
+  auto* cmd = app.add_subcommand(
+      "train-lstm",
+      "train the LSTM tuner's model with PyTorch (train_lstm.py; --help lists its options)");
+  cmd->prefix_command();  // everything after the subcommand goes to the script
+  cmd->set_help_flag();   // --help too
+  cmd->allow_extras();
+  cmd->final_callback([cmd, &args] { args = cmd->remaining(); });
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"rdmarepl-tune: the training pipeline of the XGBoost tuner"};
+  CLI::App app{"rdmarepl-tune: the training pipeline of the model-driven tuners"};
   app.require_subcommand(1);
   GenerateArgs g;
   TrainArgs t;
   EvalArgs e;
+  std::vector<std::string> lstm_args;
   add_generate(app, g);
   add_train(app, t);
+  add_train_lstm(app, lstm_args);
   add_eval(app, e);
   try {
     app.parse(argc, argv);
@@ -172,6 +236,8 @@ int main(int argc, char** argv) {
     return app.exit(err) == 0 ? 0 : 2;
   }
   if (app.got_subcommand("generate")) return generate(g);
+  if (app.got_subcommand("train-lstm")) return train_lstm(lstm_args);
+  if (app.got_subcommand("eval") && is_lstm_file(e.model)) return eval_lstm(e);
   if (!xgboost_or_say_so()) return 1;
   if (app.got_subcommand("train")) return train(t);
   return eval(e);

@@ -52,8 +52,8 @@ using tuning::PollingMode;
 // every `period` and applies the tuner's knobs with apply_knobs(), on a thread of its own.
 struct TuningOptions {
   bool enabled = false;
-  // A built-in tuner by name: "static", "heuristic" or "xgboost" (the default), or any name
-  // added to tuning::TunerRegistry::global().
+  // A built-in tuner by name: "static", "heuristic", "xgboost" (the default) or "lstm", or
+  // any name added to tuning::TunerRegistry::global().
   std::string tuner = std::string(tuning::kDefaultTuner);
   // A user tuner: when set, it is called once at create() and `tuner` is ignored.
   std::function<std::unique_ptr<tuning::Tuner>()> make_tuner;
@@ -65,7 +65,8 @@ struct TuningOptions {
   // Feed the tuner a sample built from each pair of consecutive windows (online learning).
   bool learn = true;
   tuning::HeuristicOptions heuristic;
-  tuning::XgboostOptions xgboost;
+  // The model-driven tuners ("xgboost", "lstm"): model file, guardrails, online learning.
+  tuning::ModelTunerOptions model;
 };
 
 // When a batch written to the channel's write-ahead log (ChannelOptions::wal_dir) counts as

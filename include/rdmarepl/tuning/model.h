@@ -15,15 +15,11 @@
 #include <string_view>
 
 #include "rdmarepl/core/result.h"
+#include "rdmarepl/tuning/performance_model.h"
 #include "rdmarepl/tuning/tuner.h"
 #include "rdmarepl/tuning/tuner_options.h"
 
 namespace rdmarepl::tuning {
-
-struct Prediction {
-  double bytes_per_s = 0;
-  double latency_p99_us = 0;
-};
 
 // How predict() evaluates the trees. `native` walks a copy of the trees compiled when the
 // model was built or loaded (no per-call overhead; it falls back to `xgboost` if the copy
@@ -38,14 +34,6 @@ struct TrainOptions {
   double subsample = 0.8;
   uint64_t seed = 1;
   int nthread = 1;  // training threads; OpenMP spin-waiting makes more a loss on a busy host
-};
-
-struct EvalReport {
-  std::size_t rows = 0;
-  double rmse_bytes_per_s = 0, mae_bytes_per_s = 0, mape_bytes_per_s = 0;
-  double rmse_p99_us = 0, mae_p99_us = 0, mape_p99_us = 0;
-  // RMSE of log1p(prediction) - log1p(truth): the error the models minimise.
-  double log_rmse_bytes_per_s = 0, log_rmse_p99_us = 0;
 };
 
 // Owns two XGBoost boosters. Destroy it before the process exits (not from a static

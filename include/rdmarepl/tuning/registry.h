@@ -1,4 +1,4 @@
-// Tuners by name. Built in: "static", "heuristic" and "xgboost" (the default). A user adds
+// Tuners by name. Built in: "static", "heuristic", "xgboost" (the default) and "lstm". A user adds
 // their own with TunerRegistry::global().add("name", factory), or hands an instance straight
 // to TunerRunner.
 #pragma once
@@ -22,7 +22,7 @@ struct TunerConfig {
   Knobs initial;  // in force at start; what the static tuner keeps
   double latency_target_p99_us = 500;
   HeuristicOptions heuristic;
-  XgboostOptions xgboost;
+  ModelTunerOptions model;  // the model-driven tuners: "xgboost", "lstm"
 };
 
 using TunerFactory = std::function<Result<std::unique_ptr<Tuner>>(const TunerConfig&)>;

@@ -27,7 +27,8 @@ struct HeuristicOptions {
   double queue_per_shard_high = 2.0;
 };
 
-// How the XGBoost tuner's models learn from live samples (model.h).
+// How a model-driven tuner's model learns from live samples (XGBoost: model.h; the LSTM
+// learns offline only).
 enum class UpdateMode {
   add_trees,       // further boosting rounds fitted to the new samples
   refresh_leaves,  // re-fit the leaf values of the existing trees; the model does not grow
@@ -43,9 +44,11 @@ struct UpdateOptions {
   int max_trees = 150;
 };
 
-// The XGBoost tuner (xgboost_tuner.h).
-struct XgboostOptions {
-  // Model file; "" means default_model_path().
+// The model-driven tuners, "xgboost" and "lstm" (model_tuner.h): their model file, the grid
+// search's guardrails and online learning. One set serves any model.
+struct ModelTunerOptions {
+  // Model file; "" means the tuner's default (default_model_path(),
+  // default_lstm_model_path()).
   std::string model_path;
   // Multiplicative step of batch size, flush delay, poll interval and pool size per decision.
   double max_factor = 2.0;

@@ -1,0 +1,224 @@
+#!/usr/bin/python3
+"""Trains the LSTM tuner's model (src/tuning/lstm_model.cc) from tuning datasets.
+
+The datasets are the CSV files of `rdmarepl-bench --sweep` (docs/tuning.md, "Dataset
+format"). Each row becomes one training sequence: the windows of its run up to and including
+it (the last --steps, left-padded with the oldest), and its candidate knobs; the target is
+the next window's throughput and p99. A run ends where a row's knobs in force differ from the
+previous row's candidate, the same rule as the library's evaluate_in_order().
+
+Writes the model file (format: docs/tuning.md, "The LSTM model") and, with --predictions,
+the model's predictions for every row of the held-out dataset, which the library's test
+compares with its own forward pass. Training is deterministic for a given seed.
+
+Needs PyTorch (Debian: python3-torch). Example:
+  /usr/bin/python3 tools/rdmarepl-tune/train_lstm.py --data models/sweep-tcp-1follower.csv \\
+      --heldout models/sweep-tcp-1follower-heldout.csv --out models/default_lstm_model.bin
+"""
+import argparse
+import csv
+import math
+import struct
+import sys
+
+import torch
+from torch import nn
+
+N_FEATURES = 31
+STEP_FEATURES = 25  # a row without its candidate part
+KNOBS = 6  # knobs in force at 19..24, the candidate at 25..30
+KNOBS_IN_FORCE = 19
+POLL_MODES = {"busy": 0, "sleep": 1, "blocking": 2}
+MAGIC = b"RDRLSTM1"
+FORMAT_VERSION = 1
+
+
+def crc32c(data: bytes) -> int:
+    table = crc32c.table
+    if table is None:
+        table = []
+        for i in range(256):
+            c = i
+            for _ in range(8):
+                c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+            table.append(c)
+        crc32c.table = table
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+crc32c.table = None
+
+
+def read_dataset(path):
+    """Rows of 31 features (NaN for missing), the two outcomes, and the feature names."""
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader)
+        names = header[:N_FEATURES]
+        if header[N_FEATURES:N_FEATURES + 2] != ["out_bytes_per_s", "out_p99_us"]:
+            sys.exit(f"{path}: expected {N_FEATURES} features then out_bytes_per_s,out_p99_us")
+        rows, outs = [], []
+        for line, cells in enumerate(reader, start=2):
+            row = []
+            for name, cell in zip(names, cells[:N_FEATURES]):
+                if name.endswith("poll_mode"):
+                    if cell not in POLL_MODES:
+                        sys.exit(f"{path}:{line}: unknown poll mode {cell!r}")
+                    row.append(float(POLL_MODES[cell]))
+                else:
+                    row.append(float(cell) if cell not in ("", "nan") else math.nan)
+            rows.append(row)
+            outs.append([float(cells[N_FEATURES]), float(cells[N_FEATURES + 1])])
+    return rows, outs, names
+
+
+def log_features(rows):
+    x = torch.tensor(rows, dtype=torch.float32)
+    return torch.where(torch.isnan(x), x, torch.log1p(torch.clamp(x, min=0.0)))
+
+
+def sequences(rows, steps):
+    """Per row: indices of its last `steps` windows in its run, oldest first, left-padded."""
+    out, start = [], 0
+    for i, row in enumerate(rows):
+        if i > 0 and row[KNOBS_IN_FORCE:STEP_FEATURES] != rows[i - 1][STEP_FEATURES:]:
+            start = i
+        window = list(range(max(start, i - steps + 1), i + 1))
+        out.append([window[0]] * (steps - len(window)) + window)
+    return torch.tensor(out, dtype=torch.long)
+
+
+class Model(nn.Module):
+    def __init__(self, hidden, head):
+        super().__init__()
+        self.lstm = nn.LSTM(STEP_FEATURES, hidden, batch_first=True)
+        self.fc1 = nn.Linear(hidden + 2 * KNOBS, head)
+        self.fc2 = nn.Linear(head, 2)
+
+    def forward(self, seq, cand):
+        _, (h, _) = self.lstm(seq)
+        now = seq[:, -1, KNOBS_IN_FORCE:STEP_FEATURES]
+        z = torch.relu(self.fc1(torch.cat([h[0], cand, cand - now], dim=1)))
+        return self.fc2(z)
+
+
+def inputs(rows, steps, mean, dev):
+    """Standardised step sequences and candidates (NaN -> 0, the mean)."""
+    x = (log_features(rows) - mean) / dev
+    x = torch.nan_to_num(x, nan=0.0)
+    seq = x[:, :STEP_FEATURES][sequences(rows, steps)]
+    kmean, kdev = mean[KNOBS_IN_FORCE:STEP_FEATURES], dev[KNOBS_IN_FORCE:STEP_FEATURES]
+    cand = torch.nan_to_num((log_features(rows)[:, STEP_FEATURES:] - kmean) / kdev, nan=0.0)
+    return seq, cand
+
+
+def targets(outs):
+    return torch.log1p(torch.tensor(outs, dtype=torch.float32))
+
+
+def log_rmse(pred_log, truth_log):
+    return torch.sqrt(torch.mean((pred_log - truth_log) ** 2, dim=0)).tolist()
+
+
+def train(args):
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    rows, outs, names = read_dataset(args.data)
+    lx = log_features(rows)[:, :STEP_FEATURES]
+    mean = torch.nanmean(lx, dim=0)
+    mean = torch.nan_to_num(mean, nan=0.0)
+    var = torch.nanmean((lx - mean) ** 2, dim=0)
+    dev = torch.sqrt(torch.nan_to_num(var, nan=1.0))
+    dev = torch.where(dev > 1e-6, dev, torch.ones_like(dev))
+    mean = torch.cat([mean, torch.zeros(KNOBS)])  # only the step part is used
+    dev = torch.cat([dev, torch.ones(KNOBS)])
+    seq, cand = inputs(rows, args.steps, mean, dev)
+    y = targets(outs)
+    out_mean, out_dev = y.mean(dim=0), y.std(dim=0)
+    yn = (y - out_mean) / out_dev
+
+    # Every fifth row is held back to choose the epoch; the rest trains.
+    idx = torch.arange(len(rows))
+    val = idx % 5 == 4
+    model = Model(args.hidden, args.head)
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    best, best_state = float("inf"), None
+    for epoch in range(args.epochs):
+        model.train()
+        opt.zero_grad()
+        loss = torch.mean((model(seq[~val], cand[~val]) - yn[~val]) ** 2)
+        loss.backward()
+        opt.step()
+        model.eval()
+        with torch.no_grad():
+            v = torch.mean((model(seq[val], cand[val]) - yn[val]) ** 2).item()
+        if v < best:
+            best, best_state = v, {k: t.clone() for k, t in model.state_dict().items()}
+    model.load_state_dict(best_state)
+    model.eval()
+    with torch.no_grad():
+        fit = log_rmse(model(seq, cand) * out_dev + out_mean, y)
+    print(f"train {args.data}: {len(rows)} rows, log1p RMSE throughput {fit[0]:.3f} "
+          f"p99 {fit[1]:.3f} (validation loss {best:.3f})")
+    return model, names, mean, dev, out_mean, out_dev
+
+
+def save(path, model, names, mean, dev, out_mean, out_dev, hidden, steps, head):
+    sd = model.state_dict()
+    parts = [mean[:STEP_FEATURES], dev[:STEP_FEATURES], sd["lstm.weight_ih_l0"],
+             sd["lstm.weight_hh_l0"], sd["lstm.bias_ih_l0"] + sd["lstm.bias_hh_l0"],
+             sd["fc1.weight"], sd["fc1.bias"], sd["fc2.weight"], sd["fc2.bias"], out_mean,
+             out_dev]
+    floats = torch.cat([p.reshape(-1) for p in parts]).tolist()
+    header = MAGIC + struct.pack(">9I", FORMAT_VERSION, STEP_FEATURES, hidden, steps,
+                                 hidden + 2 * KNOBS, head,
+                                 crc32c(",".join(names).encode()), 1, len(floats))
+    body = header + struct.pack(f">{len(floats)}f", *floats)
+    with open(path, "wb") as f:
+        f.write(body + struct.pack(">I", crc32c(body)))
+    print(f"wrote {path}: {len(body) + 4} bytes, {len(floats)} floats")
+
+
+def heldout(args, model, mean, dev, out_mean, out_dev):
+    rows, outs, _ = read_dataset(args.heldout)
+    seq, cand = inputs(rows, args.steps, mean, dev)
+    with torch.no_grad():
+        pred = model(seq, cand) * out_dev + out_mean
+    err = log_rmse(pred, targets(outs))
+    print(f"held out {args.heldout}: {len(rows)} rows, log1p RMSE throughput {err[0]:.3f} "
+          f"p99 {err[1]:.3f}")
+    if args.predictions:
+        with open(args.predictions, "w") as f:
+            f.write("bytes_per_s,p99_us\n")
+            for p in torch.expm1(pred).tolist():
+                f.write(f"{p[0]:.9g},{p[1]:.9g}\n")
+        print(f"wrote {args.predictions}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", required=True, help="training dataset (CSV)")
+    ap.add_argument("--heldout", help="dataset to report the held-out error on")
+    ap.add_argument("--out", required=True, help="model file to write")
+    ap.add_argument("--predictions", help="with --heldout: write its predictions (CSV)")
+    ap.add_argument("--steps", type=int, default=8, help="windows per sequence")
+    ap.add_argument("--hidden", type=int, default=32, help="LSTM hidden size")
+    ap.add_argument("--head", type=int, default=32, help="hidden size of the head")
+    ap.add_argument("--epochs", type=int, default=600)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--weight-decay", type=float, default=1e-4)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    model, names, mean, dev, out_mean, out_dev = train(args)
+    save(args.out, model, names, mean, dev, out_mean, out_dev, args.hidden, args.steps,
+         args.head)
+    if args.heldout:
+        heldout(args, model, mean, dev, out_mean, out_dev)
+
+
+if __name__ == "__main__":
+    main()
