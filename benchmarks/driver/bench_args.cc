@@ -10,9 +10,16 @@
 namespace rdmarepl::bench {
 namespace {
 
-// The flags that --sweep and --phased accept (everything else is for the end-to-end run).
+// The flags that --sweep, --phased and --burst accept (everything else is for the end-to-end
+// run).
 const std::vector<std::string> kLiveFlags = {"--sweep",
                                              "--phased",
+                                             "--burst",
+                                             "--burst-cycles",
+                                             "--burst-grid",
+                                             "--burst-workloads",
+                                             "--burst-csv",
+                                             "--repeats",
                                              "--sweep-values",
                                              "--sweep-rates",
                                              "--sweep-windows",
@@ -131,6 +138,32 @@ void add_output_options(CLI::App& app, BenchArgs& a) {
   app.add_flag("--quiet", a.quiet, "no progress output")->group(g);
 }
 
+// --burst (benchmarks/tuning/burst.cc); it shares --rate, --phase-windows, --window-ms,
+// --warmup-windows, --latency-target-us (the SLO), --tuner-period-ms and --model.
+void add_burst_options(CLI::App& app, BenchArgs& a) {
+  const std::string g =
+      "Burst experiment (--burst; docs/benchmarks.md \"Tuning: burst experiment\")";
+  auto& l = a.live;
+  app.add_flag("--burst", a.burst,
+               "the burst experiment: base load L and bursts of 1.5 L in cycles, under "
+               "static-default, heuristic, xgboost, lstm and every fixed grid setting, with "
+               "best-fixed and the per-phase oracle chosen in hindsight")
+      ->group(g);
+  app.add_option("--burst-cycles", l.burst_cycles, "base + burst cycles (default 4)")->group(g);
+  app.add_option("--repeats", l.repeats, "repeats of every strategy, interleaved (default 5)")
+      ->group(g);
+  app.add_option("--burst-grid", l.burst_grid,
+                 "use only the first N fixed grid settings (default 0: all 12)")
+      ->group(g);
+  app.add_option("--burst-workloads", l.burst_workloads,
+                 "value sizes: 1k (1 KiB), mixed (64 B .. 16 KiB); comma separated "
+                 "(default 1k,mixed)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"1k", "mixed"}))
+      ->group(g);
+  app.add_option("--burst-csv", l.burst_csv, "per-window results (default burst.csv)")->group(g);
+}
+
 void add_live_options(CLI::App& app, BenchArgs& a) {
   const std::string g =
       "Tuning runs (followers are processes, the leader runs in this process with a poller "
@@ -178,6 +211,7 @@ void add_live_options(CLI::App& app, BenchArgs& a) {
   app.add_option("--phased-csv", l.phased_csv,
                  "per-window results for the plot (default phased.csv)")
       ->group(g);
+  add_burst_options(app, a);
 }
 
 // "N" or "MIN-MAX" of counts.
@@ -236,12 +270,13 @@ void add_bench_options(CLI::App& app, BenchArgs& a) {
 }
 
 Status finish_bench_args(const CLI::App& app, BenchArgs& a) {
-  if (a.sweep || a.phased) {
+  if (a.sweep || a.phased || a.burst) {
     for (const CLI::Option* o : app.get_options()) {
       if (o->count() == 0 || o->get_name() == "--help") continue;
       if (std::find(kLiveFlags.begin(), kLiveFlags.end(), o->get_name()) == kLiveFlags.end())
-        return Error(Errc::invalid_argument,
-                     fmt::format("flag {} does not apply to --sweep / --phased", o->get_name()));
+        return Error(
+            Errc::invalid_argument,
+            fmt::format("flag {} does not apply to --sweep / --phased / --burst", o->get_name()));
     }
     a.live.transport = a.config.transport;
     a.live.ack = a.config.ack;

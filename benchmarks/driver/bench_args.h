@@ -26,6 +26,7 @@ struct BenchArgs {
   bool quiet = false;
   bool sweep = false;
   bool phased = false;
+  bool burst = false;
   LiveArgs live;
 };
 

@@ -31,7 +31,7 @@ struct LiveWorkload {
   uint64_t keyspace = 100'000;
 };
 
-// The command line of the tuning runs (--sweep, --phased; rdmarepl-bench --help). A zero
+// The command line of the tuning runs (--sweep, --phased, --burst; rdmarepl-bench --help). A zero
 // window_ms means the mode's default (200 ms for --sweep, 250 ms for --phased).
 struct LiveArgs {
   replication::TransportKind transport = replication::TransportKind::automatic;
@@ -51,6 +51,12 @@ struct LiveArgs {
   uint64_t tuner_period_ms = 250;
   std::string model;
   std::string phased_csv = "phased.csv";
+  // --burst
+  uint64_t burst_cycles = 4;
+  uint32_t repeats = 5;
+  size_t burst_grid = 0;  // 0: the whole static grid
+  std::vector<std::string> burst_workloads = {"1k", "mixed"};
+  std::string burst_csv = "burst.csv";
 };
 
 // One measured window.

@@ -9,5 +9,7 @@ namespace rdmarepl::bench {
 int run_sweep(const LiveArgs& args);
 // --phased (benchmarks/tuning/phased.cc): the phased evaluation of the tuners.
 int run_phased(const LiveArgs& args);
+// --burst (benchmarks/tuning/burst.cc): the burst experiment.
+int run_burst(const LiveArgs& args);
 
 }  // namespace rdmarepl::bench

@@ -106,6 +106,32 @@ TEST_CASE("bench driver writes valid JSON with verified true", "[bench]") {
   std::remove(path.c_str());
 }
 
+TEST_CASE("bench driver --burst runs every strategy over the schedule and reports targets",
+          "[bench]") {
+  // The smallest schedule: one base and one burst phase of 2 windows, 2 fixed settings,
+  // 2 repeats. It checks the experiment's plumbing, not its numbers.
+  const std::string csv = temp_path("burst") + ".csv";
+  auto r = run(std::string(RDMAREPL_BENCH_BIN) +
+               " --burst --burst-cycles 1 --phase-windows 2 --window-ms 100 --warmup-windows 1"
+               " --repeats 2 --burst-grid 2 --burst-workloads 1k --rate 5 --transport tcp"
+               " --burst-csv " +
+               csv);
+  INFO(r.text);
+  REQUIRE(r.code == 0);
+  CHECK(r.text.find("verified: yes") != std::string::npos);
+  for (const char* s : {"static-default ", "heuristic ", "xgboost ", "lstm ", "fixed-0 ",
+                        "fixed-1 ", "best-fixed ", "oracle "})
+    CHECK(std::regex_search(r.text, std::regex(std::string("\\n") + s + " +[0-9.]+ \\[")));
+  CHECK(std::regex_search(r.text, std::regex("xgboost: windows over SLO .*(met|NOT met)")));
+  CHECK(std::regex_search(r.text, std::regex("lstm: windows over SLO .*(met|NOT met)")));
+  // 6 strategies x 2 repeats x (2 phases x 2 windows), plus the header.
+  std::ifstream in(csv);
+  size_t lines = 0;
+  for (std::string line; std::getline(in, line);) ++lines;
+  CHECK(lines == 1 + 6 * 2 * 4);
+  std::remove(csv.c_str());
+}
+
 TEST_CASE("bench driver --outstanding 1 runs a closed loop: one record per batch", "[bench]") {
   // Each write waits for its commit before the next is issued, and the wait seals the open
   // batch at once: every batch carries exactly one record (open loop packs many per batch).
