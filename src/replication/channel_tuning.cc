@@ -166,9 +166,13 @@ tuning::Observation CoreBase::observe_window(WindowState& w) {
   o.pending_bytes = o.queue_depth * (batches.count ? batches.mean() : m.batch_bytes.mean());
   o.cpu_utilization = w.cpu.sample();
   if (verbs) o.device = w.device.sample();
+  // Memory-bandwidth ratio (docs/tuning.md): each replicated byte is written once into its
+  // batch and read once by the transport, and written once more into the log when there is
+  // one. Absent without the machine's bandwidth (TuningOptions).
+  o.membw_ratio = tuning::estimate_membw_ratio(o.bytes_per_s, options_.wal_dir.empty() ? 2 : 3,
+                                               options_.tuning.memory_bandwidth_bytes_per_s);
   // Registration-cache hit rate: of the values that lay in a registered store region, the
-  // share whose registration was cached (absent in a window without any). The
-  // memory-bandwidth ratio stays absent: the channel has no peak bandwidth figure.
+  // share whose registration was cached (absent in a window without any).
   const uint64_t hits = m.region_cache_hits - w.last.region_cache_hits;
   const uint64_t misses = m.region_cache_misses - w.last.region_cache_misses;
   if (hits + misses > 0)

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "batch_limits.h"
 #include "imm.h"
@@ -271,6 +272,12 @@ Status check_tuning(const ChannelOptions& o) {
     if (Status st = tuning::validate(o.tuning.bounds); !st.ok())
       return bad(fmt::format("ChannelOptions::tuning.bounds: {}", st.error().message()));
   }
+  const double bw = o.tuning.memory_bandwidth_bytes_per_s;
+  if (!(bw >= 0) || !std::isfinite(bw))
+    return bad(fmt::format(
+        "ChannelOptions::tuning.memory_bandwidth_bytes_per_s = {} is not a bandwidth; give "
+        "the machine's memory bandwidth in bytes/s, or 0 when it is unknown",
+        bw));
   return ok_status();
 }
 

@@ -218,10 +218,42 @@ TEST_CASE("tuning options are checked at create()", "[knobs]") {
   REQUIRE_FALSE(l.ok());
   CHECK(l.error().message().find("no-such-tuner") != std::string::npos);
 
+  o.tuning.memory_bandwidth_bytes_per_s = -1;
   o.tuning.tuner = "static";
+  auto neg = Channel<MapStore>::create(o, store, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE_FALSE(neg.ok());
+  CHECK_THAT(neg.error().message(), Catch::Contains("memory_bandwidth_bytes_per_s = -1") &&
+                                        Catch::Contains("0 when it is unknown"));
+
+  o.tuning.memory_bandwidth_bytes_per_s = 0;
   auto s = Channel<MapStore>::create(o, store, std::make_unique<LoopbackTransport>(fabric));
   REQUIRE(s.ok());
   CHECK((*s)->tuner_stats().has_value());
+}
+
+TEST_CASE("the memory-bandwidth ratio follows the given bandwidth and the bytes replicated",
+          "[knobs]") {
+  auto fabric = std::make_shared<LoopbackFabric>();
+  auto fo = base_options();
+  fo.role = Role::follower;
+  fo.listen = {"loopback", 31020};
+  fo.allow_unauthenticated = true;
+  MapStore fstore, lstore;
+  auto f = Channel<MapStore>::create(fo, fstore, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(f.ok());
+  auto o = base_options();
+  o.peers = {{"loopback", 31020}};
+  o.tuning.memory_bandwidth_bytes_per_s = 1e6;  // 1 MB/s: every byte counts
+  auto l = Channel<MapStore>::create(o, lstore, std::make_unique<LoopbackTransport>(fabric));
+  REQUIRE(l.ok());
+  (void)(*l)->observe();  // the window starts here
+  for (int i = 0; i < 200; ++i) REQUIRE((*l)->replicate("k" + std::to_string(i), "v").ok());
+  REQUIRE((*l)->wait_all_acked(10s).ok());
+  const auto obs = (*l)->observe();
+  REQUIRE(obs.membw_ratio.has_value());
+  // No log: two touches per byte (the batch's write, the transport's read).
+  CHECK(*obs.membw_ratio == Approx(obs.bytes_per_s * 2 / 1e6));
+  CHECK(*obs.membw_ratio > 0);
 }
 
 TEST_CASE("a tuner moving every knob at random under load keeps every key's order",

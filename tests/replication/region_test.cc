@@ -268,6 +268,7 @@ TEST_CASE("an idle region is released, copied once, registered again and hit", "
   REQUIRE(obs.reg_cache_hit_rate.has_value());
   CHECK(*obs.reg_cache_hit_rate == Approx(2.0 / 3.0));
   CHECK_FALSE(p.leader->observe().reg_cache_hit_rate.has_value());
+  CHECK_FALSE(obs.membw_ratio.has_value());  // no memory bandwidth given
 }
 
 TEST_CASE("unregister_region waits for the retained batches that reference the region",

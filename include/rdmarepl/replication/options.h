@@ -64,6 +64,9 @@ struct TuningOptions {
   double latency_target_p99_us = 500;
   // Feed the tuner a sample built from each pair of consecutive windows (online learning).
   bool learn = true;
+  // The machine's memory bandwidth (bytes/s, e.g. what a streaming copy reaches), from
+  // which Observation::membw_ratio is estimated. 0: unknown, and the ratio stays absent.
+  double memory_bandwidth_bytes_per_s = 0;
   tuning::HeuristicOptions heuristic;
   // The model-driven tuners ("xgboost", "lstm"): model file, guardrails, online learning.
   tuning::ModelTunerOptions model;
