@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "rdmarepl/core/clock.h"
+#include "rdmarepl/core/enum_text.h"
 #include "rocksdb_store.h"
 
 using namespace std::chrono_literals;
@@ -26,6 +27,9 @@ struct Result {
   double per_sec = 0;
   double p99_us = 0;
 };
+
+// Replicated writes outstanding (not yet committed) at most.
+constexpr uint64_t kWindow = 256;
 
 struct Slot {
   uint64_t t0 = 0;
@@ -76,7 +80,11 @@ Result run_replicated(rocksdb::DB& db, Channel& ch, uint64_t writes, size_t reco
   std::vector<std::string> keys(records);
   std::vector<rdmarepl::GroupOp> ops(records);
   const uint64_t t0 = rdmarepl::mono_ns();
+  std::vector<rdmarepl::Ticket> tickets(writes);
   for (uint64_t i = 0; i < writes; ++i) {
+    // At most kWindow writes outstanding: latency is measured below saturation's queue.
+    if (i >= kWindow && !ch.wait(tickets[i - kWindow], 60s))
+      RocksDbStore::die(rocksdb::Status::TimedOut(), "waiting for the window");
     lat[i].t0 = rdmarepl::mono_ns();
     local_write(db, i, records, value);
     for (size_t r = 0; r < records; ++r) {
@@ -88,6 +96,7 @@ Result run_replicated(rocksdb::DB& db, Channel& ch, uint64_t writes, size_t reco
       w = records == 1 ? ch.replicate(keys[0], value) : ch.replicate_group(ops);
     } while (w.status == rdmarepl::WriteStatus::stalled);
     if (!w.ok()) RocksDbStore::die(rocksdb::Status::Aborted(), describe(w.status));
+    tickets[i] = w.ticket;
     if (!ch.on_commit(w.ticket, &on_commit, &lat[i])) {  // too many pending: wait for it
       if (!ch.wait(w.ticket, 60s)) RocksDbStore::die(rocksdb::Status::TimedOut(), "waiting");
       on_commit(&lat[i], w.ticket, rdmarepl::ok_status());
@@ -103,6 +112,7 @@ Result run_replicated(rocksdb::DB& db, Channel& ch, uint64_t writes, size_t reco
 
 std::unique_ptr<RocksDbStore> fresh(const std::string& path) {
   std::filesystem::remove_all(path);
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   auto s = RocksDbStore::open(path, 1);
   if (!s) RocksDbStore::die(rocksdb::Status::IOError(), s.error().message());
   return std::move(s).value();
@@ -119,6 +129,8 @@ int main(int argc, char** argv) {
   app.add_option("--writes", writes, "single puts per run (batches: writes / batch-records)");
   app.add_option("--value-bytes", value_bytes, "value size");
   app.add_option("--batch-records", batch_records, "records per WriteBatch / group");
+  std::string polling = "blocking";
+  app.add_option("--polling", polling, "the channels' poller: busy, sleep or blocking");
   CLI11_PARSE(app, argc, argv);
   const std::string value(value_bytes, 'v');
   const uint64_t batches = std::max<uint64_t>(1, writes / batch_records);
@@ -131,7 +143,9 @@ int main(int argc, char** argv) {
   rdmarepl::ChannelOptions o;
   o.shards = 1;
   o.transport = rdmarepl::TransportKind::tcp;
-  o.polling = rdmarepl::PollingMode::blocking;
+  auto mode = rdmarepl::from_string<rdmarepl::PollingMode>(polling);
+  if (!mode) RocksDbStore::die(rocksdb::Status::InvalidArgument(), "--polling " + polling);
+  o.polling = *mode;
   o.ring_bytes = 16 << 20;
   o.retain_bytes = 128 << 20;
   o.max_value_bytes = 1 << 20;
