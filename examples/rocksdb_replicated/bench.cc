@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <thread>
 #include <vector>
 
 #include "rdmarepl/core/clock.h"
@@ -76,6 +77,7 @@ void on_commit(void* ctx, rdmarepl::Ticket, const rdmarepl::Status&) noexcept {
 
 Result run_replicated(rocksdb::DB& db, Channel& ch, uint64_t writes, size_t records,
                       const std::string& value) {
+  const bool manual = ch.options().polling == rdmarepl::PollingMode::manual;
   std::vector<Slot> lat(writes);
   std::vector<std::string> keys(records);
   std::vector<rdmarepl::GroupOp> ops(records);
@@ -83,8 +85,9 @@ Result run_replicated(rocksdb::DB& db, Channel& ch, uint64_t writes, size_t reco
   std::vector<rdmarepl::Ticket> tickets(writes);
   for (uint64_t i = 0; i < writes; ++i) {
     // At most kWindow writes outstanding: latency is measured below saturation's queue.
-    if (i >= kWindow && !ch.wait(tickets[i - kWindow], 60s))
-      RocksDbStore::die(rocksdb::Status::TimedOut(), "waiting for the window");
+    // (Polls committed() rather than wait(), which would also seal the open batch early.)
+    while (i >= kWindow && !ch.committed(tickets[i - kWindow]))
+      if (!manual || ch.progress() == 0) std::this_thread::sleep_for(10us);
     lat[i].t0 = rdmarepl::mono_ns();
     local_write(db, i, records, value);
     for (size_t r = 0; r < records; ++r) {
@@ -97,6 +100,7 @@ Result run_replicated(rocksdb::DB& db, Channel& ch, uint64_t writes, size_t reco
     } while (w.status == rdmarepl::WriteStatus::stalled);
     if (!w.ok()) RocksDbStore::die(rocksdb::Status::Aborted(), describe(w.status));
     tickets[i] = w.ticket;
+    if (manual) (void)ch.progress();  // no poller thread: the writer drives the channel
     if (!ch.on_commit(w.ticket, &on_commit, &lat[i])) {  // too many pending: wait for it
       if (!ch.wait(w.ticket, 60s)) RocksDbStore::die(rocksdb::Status::TimedOut(), "waiting");
       on_commit(&lat[i], w.ticket, rdmarepl::ok_status());
@@ -104,7 +108,7 @@ Result run_replicated(rocksdb::DB& db, Channel& ch, uint64_t writes, size_t reco
   }
   ch.flush();
   if (!ch.wait_all_acked(120s)) RocksDbStore::die(rocksdb::Status::TimedOut(), "waiting");
-  while (ch.progress() != 0) {
+  while (ch.progress() != 0) {  // the last callbacks
   }
   const double s = static_cast<double>(rdmarepl::mono_ns() - t0) / 1e9;
   return {static_cast<double>(writes) / s, p99(lat)};
@@ -129,8 +133,10 @@ int main(int argc, char** argv) {
   app.add_option("--writes", writes, "single puts per run (batches: writes / batch-records)");
   app.add_option("--value-bytes", value_bytes, "value size");
   app.add_option("--batch-records", batch_records, "records per WriteBatch / group");
-  std::string polling = "blocking";
-  app.add_option("--polling", polling, "the channels' poller: busy, sleep or blocking");
+  std::string polling = "blocking", leader_polling = "manual";
+  app.add_option("--polling", polling, "the followers' poller: busy, sleep or blocking");
+  app.add_option("--leader-polling", leader_polling,
+                 "the leader's: manual (the writing thread drives it), busy, sleep, blocking");
   CLI11_PARSE(app, argc, argv);
   const std::string value(value_bytes, 'v');
   const uint64_t batches = std::max<uint64_t>(1, writes / batch_records);
@@ -157,6 +163,9 @@ int main(int argc, char** argv) {
   if (!f1 || !f2) RocksDbStore::die(rocksdb::Status::IOError(), "follower channel");
   o.role = rdmarepl::Role::leader;
   o.ack_mode = rdmarepl::AckMode::all;
+  auto lmode = rdmarepl::from_string<rdmarepl::PollingMode>(leader_polling);
+  if (!lmode) RocksDbStore::die(rocksdb::Status::InvalidArgument(), "--leader-polling");
+  o.polling = *lmode;
   o.peers = {(*f1)->local_endpoint(), (*f2)->local_endpoint()};
   auto leader = Channel::create(o, *ls);
   if (!leader) RocksDbStore::die(rocksdb::Status::IOError(), leader.error().message());
