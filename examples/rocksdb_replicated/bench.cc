@@ -133,7 +133,10 @@ int main(int argc, char** argv) {
   app.add_option("--writes", writes, "single puts per run (batches: writes / batch-records)");
   app.add_option("--value-bytes", value_bytes, "value size");
   app.add_option("--batch-records", batch_records, "records per WriteBatch / group");
-  std::string polling = "blocking", leader_polling = "manual";
+  std::string polling = "blocking", leader_polling = "manual", wal_dir;
+  app.add_option("--wal-dir", wal_dir,
+                 "the leader's write-ahead log (emptied; durability none), as rocksdb_node "
+                 "runs it; none by default");
   app.add_option("--polling", polling, "the followers' poller: busy, sleep or blocking");
   app.add_option("--leader-polling", leader_polling,
                  "the leader's: manual (the writing thread drives it), busy, sleep, blocking");
@@ -166,6 +169,12 @@ int main(int argc, char** argv) {
   auto lmode = rdmarepl::from_string<rdmarepl::PollingMode>(leader_polling);
   if (!lmode) RocksDbStore::die(rocksdb::Status::InvalidArgument(), "--leader-polling");
   o.polling = *lmode;
+  if (!wal_dir.empty()) {
+    std::filesystem::remove_all(wal_dir);
+    std::filesystem::create_directories(wal_dir);
+    o.wal_dir = wal_dir;
+    o.durability = rdmarepl::replication::Durability::none;
+  }
   o.peers = {(*f1)->local_endpoint(), (*f2)->local_endpoint()};
   auto leader = Channel::create(o, *ls);
   if (!leader) RocksDbStore::die(rocksdb::Status::IOError(), leader.error().message());
