@@ -8,6 +8,7 @@
 #include <rocksdb/write_batch.h>
 #include <CLI/CLI.hpp>
 
+#include <sys/resource.h>
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -27,7 +28,16 @@ namespace {
 struct Result {
   double per_sec = 0;
   double p99_us = 0;
+  double cpu_us = 0;  // CPU time of the whole process (every thread) per write
 };
+
+// CPU time (user + system) of this process so far, in microseconds.
+double cpu_now_us() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto us = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e6 + t.tv_usec; };
+  return us(u.ru_utime) + us(u.ru_stime);
+}
 
 // Replicated writes outstanding (not yet committed) at most.
 constexpr uint64_t kWindow = 256;
@@ -61,13 +71,15 @@ void local_write(rocksdb::DB& db, uint64_t i, size_t records, const std::string&
 Result run_alone(rocksdb::DB& db, uint64_t writes, size_t records, const std::string& value) {
   std::vector<Slot> lat(writes);
   const uint64_t t0 = rdmarepl::mono_ns();
+  const double c0 = cpu_now_us();
   for (uint64_t i = 0; i < writes; ++i) {
     lat[i].t0 = rdmarepl::mono_ns();
     local_write(db, i, records, value);
     lat[i].ns = rdmarepl::mono_ns() - lat[i].t0;
   }
   const double s = static_cast<double>(rdmarepl::mono_ns() - t0) / 1e9;
-  return {static_cast<double>(writes) / s, p99(lat)};
+  return {static_cast<double>(writes) / s, p99(lat),
+          (cpu_now_us() - c0) / static_cast<double>(writes)};
 }
 
 void on_commit(void* ctx, rdmarepl::Ticket, const rdmarepl::Status&) noexcept {
@@ -83,6 +95,7 @@ Result run_replicated(rocksdb::DB& db, Channel& ch, uint64_t writes, size_t reco
   std::vector<rdmarepl::GroupOp> ops(records);
   const uint64_t t0 = rdmarepl::mono_ns();
   std::vector<rdmarepl::Ticket> tickets(writes);
+  const double c0 = cpu_now_us();
   for (uint64_t i = 0; i < writes; ++i) {
     // At most kWindow writes outstanding: latency is measured below saturation's queue.
     // (Polls committed() rather than wait(), which would also seal the open batch early.)
@@ -111,7 +124,8 @@ Result run_replicated(rocksdb::DB& db, Channel& ch, uint64_t writes, size_t reco
   while (ch.progress() != 0) {  // the last callbacks
   }
   const double s = static_cast<double>(rdmarepl::mono_ns() - t0) / 1e9;
-  return {static_cast<double>(writes) / s, p99(lat)};
+  return {static_cast<double>(writes) / s, p99(lat),
+          (cpu_now_us() - c0) / static_cast<double>(writes)};
 }
 
 std::unique_ptr<RocksDbStore> fresh(const std::string& path) {
@@ -183,10 +197,10 @@ int main(int argc, char** argv) {
 
   auto line = [&](const char* what, uint64_t n, size_t recs, const Result& al, const Result& re) {
     fmt::print(
-        "{:<22} {:>8} writes  alone {:>9.0f}/s p99 {:>7.1f} us   replicated {:>9.0f}/s "
-        "p99 {:>7.1f} us   ratio {:.2f}  ({:.0f} vs {:.0f} MB/s of values)\n",
-        what, n, al.per_sec, al.p99_us, re.per_sec, re.p99_us, re.per_sec / al.per_sec,
-        al.per_sec * static_cast<double>(recs * value_bytes) / 1e6,
+        "{:<18} {:>6} writes  alone {:>6.0f}/s p99 {:>6.0f} us cpu {:>5.1f} us  replicated "
+        "{:>6.0f}/s p99 {:>8.0f} us cpu {:>6.1f} us  ratio {:.2f}  ({:.0f} vs {:.0f} MB/s)\n",
+        what, n, al.per_sec, al.p99_us, al.cpu_us, re.per_sec, re.p99_us, re.cpu_us,
+        re.per_sec / al.per_sec, al.per_sec * static_cast<double>(recs * value_bytes) / 1e6,
         re.per_sec * static_cast<double>(recs * value_bytes) / 1e6);
   };
   line("single puts", writes, 1, a1, r1);
