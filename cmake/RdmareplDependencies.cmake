@@ -86,3 +86,21 @@ if(NOT RDMAREPL_WITH_PROMETHEUS STREQUAL "OFF")
   endif()
 endif()
 message(STATUS "rdmarepl: Prometheus exposition ${RDMAREPL_HAVE_PROMETHEUS}")
+
+# RocksDB, for the example that embeds rdmarepl in it (examples/rocksdb_replicated) and its
+# test and benchmark only; the library never links it. AUTO builds the example when
+# librocksdb-dev (pkg-config rocksdb, 7.8.3 on Debian 12) is found.
+set(RDMAREPL_HAVE_ROCKSDB OFF)
+set(RDMAREPL_ROCKSDB_REASON "RDMAREPL_WITH_ROCKSDB=OFF")
+if(NOT RDMAREPL_WITH_ROCKSDB STREQUAL "OFF")
+  pkg_check_modules(ROCKSDB IMPORTED_TARGET rocksdb)
+  if(ROCKSDB_FOUND)
+    set(RDMAREPL_HAVE_ROCKSDB ON)
+  elseif(RDMAREPL_WITH_ROCKSDB STREQUAL "ON")
+    message(FATAL_ERROR "RDMAREPL_WITH_ROCKSDB=ON but RocksDB was not found: "
+                        "install librocksdb-dev (scripts/setup does).")
+  else()
+    set(RDMAREPL_ROCKSDB_REASON "RocksDB not found (install librocksdb-dev; scripts/setup does)")
+  endif()
+endif()
+message(STATUS "rdmarepl: RocksDB example ${RDMAREPL_HAVE_ROCKSDB}")

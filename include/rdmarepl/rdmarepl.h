@@ -7,6 +7,7 @@
 #include "rdmarepl/replication/channel_metrics.h"
 #include "rdmarepl/replication/options.h"
 #include "rdmarepl/replication/record.h"
+#include "rdmarepl/replication/record_group.h"
 #include "rdmarepl/replication/store.h"
 #include "rdmarepl/replication/ticket.h"
 
@@ -15,6 +16,9 @@ namespace rdmarepl {
 using replication::AckMode;
 using replication::AwayPolicy;
 using replication::ChannelOptions;
+using replication::DurableStore;
+using replication::GroupOp;
+using replication::GroupStore;
 using replication::HistogramField;
 using replication::kHistogramFields;
 using replication::kMetricFields;
@@ -24,6 +28,7 @@ using replication::MetricsSnapshot;
 using replication::Op;
 using replication::PollingMode;
 using replication::Record;
+using replication::RecordGroup;
 using replication::ReplicationChannel;
 using replication::Role;
 using replication::SnapshotReader;

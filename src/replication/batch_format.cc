@@ -29,9 +29,9 @@ uint32_t batch_crc(const std::byte* header, const std::byte* payload, size_t pay
 
 // Writes a record's header and key at `p`; returns where its value goes.
 std::byte* encode_record_head(std::byte* p, Op op, std::string_view key, uint32_t value_len,
-                              uint64_t seq, uint64_t timestamp) noexcept {
+                              uint64_t seq, uint64_t timestamp, uint8_t flags = 0) noexcept {
   p[kRecOp] = static_cast<std::byte>(op);
-  p[kRecFlags] = std::byte{0};
+  p[kRecFlags] = static_cast<std::byte>(flags);
   store_be16(p + kRecReserved, 0);
   store_be32(p + kRecKeyLen, static_cast<uint32_t>(key.size()));
   store_be32(p + kRecValueLen, value_len);
@@ -44,10 +44,10 @@ std::byte* encode_record_head(std::byte* p, Op op, std::string_view key, uint32_
 
 }  // namespace
 
-void BatchBuilder::add(Op op, std::string_view key, std::string_view value,
-                       uint64_t timestamp) noexcept {
+void BatchBuilder::add(Op op, std::string_view key, std::string_view value, uint64_t timestamp,
+                       uint8_t flags) noexcept {
   std::byte* v = encode_record_head(base_ + size_, op, key, static_cast<uint32_t>(value.size()),
-                                    first_seq_ + count_, timestamp);
+                                    first_seq_ + count_, timestamp, flags);
   if (!value.empty()) std::memcpy(v, value.data(), value.size());
   size_ += record_size(key.size(), value.size());
   ++count_;
@@ -111,7 +111,9 @@ std::string_view describe(BatchError e) noexcept {
     case BatchError::bad_checksum:
       return "batch CRC32C mismatch";
     case BatchError::bad_record:
-      return "malformed record (unknown op, erase with value, key too long)";
+      return "malformed record (unknown op, erase with value, key too long, unknown flag)";
+    case BatchError::bad_group:
+      return "batch ends inside a write group (its last record says another follows)";
     case BatchError::bad_seq:
       return "record seqs are not consecutive from first_seq";
   }
@@ -141,6 +143,7 @@ BatchError parse_batch(std::span<const std::byte> bytes, BatchView& out) noexcep
   // Walk every record before anything is applied: bounds, op, seq continuity.
   const std::byte* p = payload;
   const std::byte* end = payload + hdr.payload_len;
+  bool group_open = false;  // the previous record said another of its group follows
   for (uint32_t i = 0; i < hdr.record_count; ++i) {
     if (static_cast<size_t>(end - p) < kRecordHeaderSize) return BatchError::bad_length;
     const auto op = static_cast<uint8_t>(p[kRecOp]);
@@ -148,8 +151,10 @@ BatchError parse_batch(std::span<const std::byte> bytes, BatchView& out) noexcep
     const uint32_t value_len = load_be32(p + kRecValueLen);
     if (op != static_cast<uint8_t>(Op::put) && op != static_cast<uint8_t>(Op::erase))
       return BatchError::bad_record;
-    if (p[kRecFlags] != std::byte{0} || load_be16(p + kRecReserved) != 0)
+    const auto flags = static_cast<uint8_t>(p[kRecFlags]);
+    if ((flags & ~kRecKnownFlags) != 0 || load_be16(p + kRecReserved) != 0)
       return BatchError::bad_record;
+    group_open = (flags & kRecGroupNext) != 0;
     if (key_len > kMaxKeyBytes) return BatchError::bad_record;
     if (op == static_cast<uint8_t>(Op::erase) && value_len != 0) return BatchError::bad_record;
     if (load_be64(p + kRecSeq) != hdr.first_seq + i) return BatchError::bad_seq;
@@ -158,6 +163,7 @@ BatchError parse_batch(std::span<const std::byte> bytes, BatchView& out) noexcep
     p += kRecordHeaderSize + body;
   }
   if (p != end) return BatchError::bad_length;
+  if (group_open) return BatchError::bad_group;
   out.header = hdr;
   out.payload = payload;
   return BatchError::ok;

@@ -2,7 +2,21 @@
 
 #include <functional>
 
+#include "batch_limits.h"
+#include "shard.h"
+
 namespace rdmarepl::replication::detail {
+
+uint32_t CoreBase::key_shard(std::string_view key) const noexcept {
+  return shard_of(key, options_.shards);
+}
+
+// A group is placed whole into the open batch or a new one, and must never make a batch the
+// follower takes for a large record: at most a quarter of the ring with the batch's header
+// and padding (docs/replication.md, "Write groups").
+size_t CoreBase::group_limit_bytes() const noexcept {
+  return large_threshold(options_) - kBatchHeaderSize - kBatchAlign;
+}
 
 void CoreBase::start_threads(std::function<void()> control) {
   control_ = std::thread(std::move(control));

@@ -52,6 +52,8 @@ class CoreBase : public ChannelCore {
     return transport_->name();
   }
   [[nodiscard]] const ChannelOptions& options() const noexcept override { return options_; }
+  [[nodiscard]] uint32_t key_shard(std::string_view key) const noexcept override;
+  [[nodiscard]] size_t group_limit_bytes() const noexcept override;
 
   // Live knobs and the tuner (channel_tuning.cc).
   Status apply_knobs(const tuning::Knobs& knobs) override;

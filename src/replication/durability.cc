@@ -41,11 +41,21 @@ class Recovery final : public wal::RecoveryHandler {
  public:
   Recovery(const ChannelOptions& o, const StoreHooks& store, const Wal::BatchFn& on_batch,
            std::atomic<uint64_t>& replayed)
-      : o_(o), store_(store), on_batch_(on_batch), replayed_(replayed), seq_(o.shards, 0) {}
+      : o_(o), store_(store), on_batch_(on_batch), replayed_(replayed), seq_(o.shards, 0) {
+    // A DurableStore already holds everything up to its durable position: only the records
+    // after it are replayed.
+    if (store_.durable_seq != nullptr)
+      for (uint32_t i = 0; i < o_.shards; ++i) seq_[i] = store_.durable_seq(store_.store, i);
+  }
 
   Status restore(wal::CheckpointReader& ck) override {
     auto seqs = read_checkpoint_prefix(ck, o_.shards);
     if (!seqs) return std::move(seqs).error();
+    // A durable store at or past the checkpoint in every shard keeps its own state.
+    if (store_.durable_seq != nullptr &&
+        std::equal(seqs->begin(), seqs->end(), seq_.begin(),
+                   [](uint64_t ck_seq, uint64_t have) { return have >= ck_seq; }))
+      return ok_status();
     seq_ = std::move(*seqs);
     if (store_.restore == nullptr)
       return Error(Errc::unsupported,
@@ -54,6 +64,7 @@ class Recovery final : public wal::RecoveryHandler {
                                "the checkpoint files (the log before them is gone)",
                                o_.wal_dir, ck.path()));
     CheckpointSource src(ck);
+    src.set_seqs(seq_);
     auto st = store_.restore(store_.store, src);
     if (!st)
       return Error(st.error().code(), fmt::format("Store::restore from checkpoint {} failed: {}",

@@ -136,6 +136,7 @@ Status Follower::install_payload(uint32_t shard, std::span<const uint8_t> payloa
                               "reconnecting from its seqs",
                               shard));
     SpanSnapshotReader src(snapshot);
+    src.set_seqs(*seqs);
     auto st = hooks_.restore(store_, src);
     if (!st)
       return Error(st.error().code(),

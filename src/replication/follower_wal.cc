@@ -8,7 +8,17 @@
 namespace rdmarepl::replication::detail {
 
 Status Follower::open_wal() {
-  if (options_.wal_dir.empty()) return ok_status();
+  if (options_.wal_dir.empty()) {
+    // Without a log, a DurableStore's own position is where this follower resumes.
+    if (hooks_.durable_seq != nullptr)
+      for (auto& sp : shards_) {
+        const uint64_t seq = hooks_.durable_seq(hooks_.store, sp->index);
+        sp->applied.store(seq, std::memory_order_release);
+        sp->acked.store(seq, std::memory_order_release);
+        sp->durable_seq = seq;
+      }
+    return ok_status();
+  }
   Wal::Recovered rec;
   auto w = Wal::open(options_, hooks_, nullptr, &rec, &metrics_);
   if (!w) return std::move(w).error();

@@ -35,6 +35,8 @@ class Leader final : public CoreBase, private CatchUpHost {
   ~Leader() override { close(); }
 
   WriteResult write(Op op, std::string_view key, std::string_view value) noexcept override;
+  // Write groups (leader_group.cc).
+  WriteResult write_group(std::span<const GroupOp> ops) noexcept override;
   // Zero-copy values (leader_zero_copy.cc).
   [[nodiscard]] memory::Buffer allocate(size_t size) noexcept override;
   WriteResult write_buffer(std::string_view key, memory::Buffer&& value) noexcept override;
@@ -93,6 +95,8 @@ class Leader final : public CoreBase, private CatchUpHost {
   WriteStatus reserve(Shard& s, std::unique_lock<std::mutex>& lock, size_t rec,
                       bool large) noexcept;
   void seal_open(Shard& s) noexcept;
+  WriteStatus check_group(std::span<const GroupOp> ops, uint32_t& shard,
+                          size_t& bytes) const noexcept;
   // Zero-copy (leader_zero_copy.cc): the pool, registered once; sealing the open batch
   // that holds one record whose value stays in `value`; the local segments of a batch.
   Status open_pool();

@@ -56,6 +56,14 @@ std::string_view describe(WriteStatus s) noexcept {
       return "replicate(key, Buffer) was given an empty Buffer: allocate() found no free "
              "chunk (the pool is exhausted, the size is over 1 MiB, or the channel is a "
              "follower); copy the value with replicate(key, string_view) instead";
+    case WriteStatus::group_spans_shards:
+      return "replicate_group(): the group's keys map to more than one shard; a group is "
+             "replicated atomically only within one shard. Choose keys of one shard "
+             "(ReplicationChannel::shard_of()) or use ChannelOptions::shards = 1";
+    case WriteStatus::bad_group_size:
+      return "replicate_group(): the group is empty or its records exceed "
+             "ReplicationChannel::group_limit_bytes() (a quarter of ring_bytes); split it or "
+             "raise ring_bytes";
   }
   return "?";
 }

@@ -15,6 +15,7 @@ list(APPEND RDMAREPL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/leader_catchup.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_commits.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_connect.cc
+  ${CMAKE_CURRENT_LIST_DIR}/leader_group.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_knobs.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_link.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_regions.cc

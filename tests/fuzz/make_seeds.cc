@@ -41,6 +41,7 @@ struct Put {
   replication::Op op;
   std::string key;
   std::string value;
+  uint8_t flags = 0;  // replication::kRecGroupNext inside a write group
 };
 
 std::vector<std::byte> encode_batch(uint16_t shard, uint64_t first_seq,
@@ -51,7 +52,7 @@ std::vector<std::byte> encode_batch(uint16_t shard, uint64_t first_seq,
   uint64_t ts = 1'700'000'000'000'000'000ull;
   for (const auto& r : records) {
     if (!b.fits(r.key.size(), r.value.size())) return {};
-    b.add(r.op, r.key, r.value, ts++);
+    b.add(r.op, r.key, r.value, ts++, r.flags);
   }
   buf.resize(b.seal());
   return buf;
@@ -154,6 +155,11 @@ int main(int argc, char** argv) {
   ok &= batch(b, "empty_value", 0, 1, {{Op::put, "empty", ""}});
   ok &= batch(b, "long_key", 2, 100,
               {{Op::put, std::string(40, 'k'), std::string(9, 'v')}, {Op::put, "x", "yz"}});
+  ok &= batch(b, "write_group", 1, 9,
+              {{Op::put, "single", "s"},
+               {Op::put, "pair/a", "300", replication::kRecGroupNext},
+               {Op::erase, "old", "", replication::kRecGroupNext},
+               {Op::put, "pair/b", "700"}});
 
   const fs::path h = root / "handshake";
   namespace rd = replication::detail;

@@ -67,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* raw, size_t raw_size) {
     (void)rdmarepl::crc32c::value(r.key.data(), r.key.size());
     (void)rdmarepl::crc32c::value(r.value.data(), r.value.size());
     check(b.fits(r.key.size(), r.value.size()));
-    b.add(r.op, r.key, r.value, r.timestamp);
+    b.add(r.op, r.key, r.value, r.timestamp, cursor.group_next() ? kRecGroupNext : uint8_t{0});
     ++n;
   }
   check(n == view.header.record_count);

@@ -9,6 +9,8 @@
 
 #include "rdmarepl/core/byte_order.h"
 #include "rdmarepl/core/crc32c.h"
+#include "rdmarepl/replication/detail/apply_records.h"
+#include "rdmarepl/replication/record_group.h"
 
 using namespace rdmarepl::replication;
 
@@ -313,4 +315,86 @@ TEST_CASE("a damaged record inside a batch is found: one CRC covers every record
   rdmarepl::store_be32(forged.data() + 24, rdmarepl::crc32c::mask(crc));
   BatchView v;
   CHECK(parse_batch(forged, v) == BatchError::bad_record);
+}
+
+namespace {
+
+// Encodes records with explicit flags (kRecGroupNext on every record of a group but its last).
+std::vector<std::byte> encode_flagged(const std::vector<std::pair<Input, uint8_t>>& records,
+                                      uint64_t first_seq) {
+  size_t total = kBatchHeaderSize;
+  for (const auto& [r, f] : records) total += record_size(r.key.size(), r.value.size());
+  std::vector<std::byte> buf(align_batch(total));
+  BatchBuilder b;
+  b.start(buf.data(), buf.size(), 2, first_seq);
+  for (const auto& [r, f] : records) b.add(r.op, r.key, r.value, 7, f);
+  REQUIRE(b.seal() == buf.size());
+  return buf;
+}
+
+struct CallLog {
+  std::vector<std::string> calls;  // "a:<key>" per apply, "g:<keys>" per apply_group
+  void apply(const Record& r) { calls.push_back("a:" + std::string(r.key)); }
+};
+struct GroupCallLog : CallLog {
+  void apply_group(const RecordGroup& g) {
+    std::string keys;
+    uint64_t seq = g.first_seq();
+    for (const Record& r : g) {
+      CHECK(r.seq == seq++);
+      CHECK(r.shard == 2);
+      keys += std::string(r.key);
+    }
+    CHECK(seq == g.last_seq() + 1);
+    CHECK(g.size() == keys.size());
+    calls.push_back("g:" + keys);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("write groups: flagged records parse, a batch never ends inside a group", "[batch]") {
+  const Input p{Op::put, "x", "1"};
+  auto with = [](std::string k) { return Input{Op::put, std::move(k), "v"}; };
+  // single a, group (b c d), single e, group (f g)
+  auto buf = encode_flagged({{with("a"), 0},
+                             {with("b"), kRecGroupNext},
+                             {with("c"), kRecGroupNext},
+                             {with("d"), 0},
+                             {with("e"), 0},
+                             {with("f"), kRecGroupNext},
+                             {with("g"), 0}},
+                            10);
+  BatchView v;
+  REQUIRE(parse_batch(buf, v) == BatchError::ok);
+
+  SECTION("a store with apply_group gets each group in one call") {
+    GroupCallLog log;
+    uint64_t skipped = 0;
+    CHECK(detail::apply_records(log, v, 9, skipped) == 16);
+    CHECK(log.calls == std::vector<std::string>{"a:a", "g:bcd", "a:e", "g:fg"});
+    CHECK(skipped == 0);
+  }
+  SECTION("a store without it gets the records one by one, in order") {
+    CallLog log;
+    uint64_t skipped = 0;
+    CHECK(detail::apply_records(log, v, 9, skipped) == 16);
+    CHECK(log.calls == std::vector<std::string>{"a:a", "a:b", "a:c", "a:d", "a:e", "a:f", "a:g"});
+  }
+  SECTION("records at or below `after` are skipped; a group's rest stays one call") {
+    GroupCallLog log;
+    uint64_t skipped = 0;
+    CHECK(detail::apply_records(log, v, 11, skipped) == 16);  // a, b applied before
+    CHECK(log.calls == std::vector<std::string>{"g:cd", "a:e", "g:fg"});
+    CHECK(skipped == 2);
+  }
+  SECTION("a batch whose last record says another follows is refused") {
+    auto cut = encode_flagged({{p, 0}, {p, kRecGroupNext}}, 1);
+    CHECK(parse_batch(cut, v) == BatchError::bad_group);
+    CHECK_FALSE(describe(BatchError::bad_group).empty());
+  }
+  SECTION("an unknown record flag is refused") {
+    auto bad = encode_flagged({{p, 0x02}}, 1);
+    CHECK(parse_batch(bad, v) == BatchError::bad_record);
+  }
 }

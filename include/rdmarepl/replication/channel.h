@@ -19,6 +19,7 @@
 #include <concepts>
 #include <future>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <utility>
 
@@ -56,6 +57,7 @@ class ReplicationChannel {
       hooks.snapshot = &snapshot_thunk;
       hooks.restore = &restore_thunk;
     }
+    if constexpr (DurableStore<S>) hooks.durable_seq = &durable_seq_thunk;
     auto core = ChannelCore::create(options, std::move(transport), hooks);
     if (!core.ok()) return std::move(core).error();
     return std::unique_ptr<ReplicationChannel>(new ReplicationChannel(std::move(core).value()));
@@ -71,6 +73,30 @@ class ReplicationChannel {
     return core_->write(Op::put, key, value);
   }
   WriteResult erase(std::string_view key) noexcept { return core_->write(Op::erase, key, {}); }
+
+  // A write group (leader): the puts and erases of `ops`, in order, replicated atomically.
+  // They get consecutive seqs in one shard and travel in one batch (never split across
+  // batches, so across WAL frames, catch-up or checkpoints); a follower whose store models
+  // GroupStore applies them in one apply_group() call, all or nothing, and a store without it
+  // gets them one by one through apply() (store.h says what atomicity that has). The ticket
+  // is the last record's: wait(), committed() and on_commit() work as for one write.
+  // Restriction: every key must map to the same shard (shard_of()); otherwise nothing is
+  // replicated and the status is WriteStatus::group_spans_shards. With one shard
+  // (ChannelOptions::shards = 1) any keys form a group. The records (record_size() each: 28
+  // bytes + key + value) must total at most group_limit_bytes() (WriteStatus::
+  // bad_group_size; also for an empty group); a key or value over the single-write limits is
+  // WriteStatus::too_large. Per-key order with single writes holds as for any two writes of
+  // one shard. Data path: no throw, no allocation.
+  WriteResult replicate_group(std::span<const GroupOp> ops) noexcept {
+    return core_->write_group(ops);
+  }
+  // The shard `key` maps to (fixed for the channel's life; the same on every node).
+  [[nodiscard]] uint32_t shard_of(std::string_view key) const noexcept {
+    return core_->key_shard(key);
+  }
+  // The most record bytes replicate_group() accepts: a quarter of ring_bytes less a batch
+  // header and padding.
+  [[nodiscard]] size_t group_limit_bytes() const noexcept { return core_->group_limit_bytes(); }
 
   // Zero-copy values (leader). allocate() hands out a registered buffer of `size` bytes
   // from the channel's slab pool (ChannelOptions::zero_copy_pool_bytes, registered once at
@@ -230,6 +256,11 @@ class ReplicationChannel {
   static Status restore_thunk(void* store, SnapshotReader& in) {
     if constexpr (SnapshottableStore<S>) return static_cast<S*>(store)->restore(in);
     return ok_status();
+  }
+  static uint64_t durable_seq_thunk(void* store, uint32_t shard) {
+    if constexpr (DurableStore<S>)
+      return static_cast<uint64_t>(static_cast<S*>(store)->durable_seq(shard));
+    return 0;
   }
 
   std::unique_ptr<ChannelCore> core_;

@@ -28,4 +28,12 @@ struct Record {
   uint32_t shard = 0;
 };
 
+// One write of a group passed to ReplicationChannel::replicate_group(): a put (key, value) or
+// an erase (key; value ignored). The views need to live only during the call.
+struct GroupOp {
+  Op op = Op::put;
+  std::string_view key;
+  std::string_view value;
+};
+
 }  // namespace rdmarepl::replication

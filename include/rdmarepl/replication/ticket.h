@@ -22,6 +22,12 @@ enum class WriteStatus : uint8_t {
   closed,      // the channel was closed
   not_leader,  // replicate()/erase() on a follower channel
   no_buffer,   // replicate(key, Buffer) with an empty Buffer (allocate() found none)
+  // replicate_group(): the keys map to more than one shard (see shard_of()); nothing of the
+  // group was replicated.
+  group_spans_shards,
+  // replicate_group(): no write in it, or its records exceed group_limit_bytes(); nothing of
+  // the group was replicated.
+  bad_group_size,
 };
 std::string_view describe(WriteStatus s) noexcept;
 

@@ -9,22 +9,38 @@
 
 #include "rdmarepl/replication/detail/batch_format.h"
 #include "rdmarepl/replication/record.h"
+#include "rdmarepl/replication/record_group.h"
+#include "rdmarepl/replication/store.h"
 
 namespace rdmarepl::replication::detail {
 
 // Applies, in order, the records of `batch` (accepted by parse_batch) whose seq is above
 // `after`; records at or below it were applied before (a resend after a reconnect, or a
 // checkpoint that already holds them) and are counted in `skipped`. Returns the last seq
-// applied, or `after` when none was.
+// applied, or `after` when none was. A write group (records linked by kRecGroupNext, never
+// split across batches) goes to Store::apply_group in one call when the store has it (only
+// its records above `after`, should a store's durable position lie inside it).
 template <class S>
 uint64_t apply_records(S& store, const BatchView& batch, uint64_t after, uint64_t& skipped) {
   RecordCursor cursor(batch);
   Record rec;
   uint64_t last = after;
-  while (cursor.next(rec)) {
+  while (true) {
+    [[maybe_unused]] const std::byte* at = cursor.position();
+    if (!cursor.next(rec)) break;
     if (rec.seq <= last) {
       ++skipped;
       continue;
+    }
+    if constexpr (GroupStore<S>) {
+      if (cursor.group_next()) {
+        const uint64_t first = rec.seq;
+        uint32_t count = 1;
+        while (cursor.group_next() && cursor.next(rec)) ++count;
+        store.apply_group(RecordGroup(at, cursor.position(), batch.header.shard, count, first));
+        last = rec.seq;
+        continue;
+      }
     }
     store.apply(static_cast<const Record&>(rec));
     last = rec.seq;

@@ -6,8 +6,10 @@
 // batch  := header(32) record* padding(to a multiple of 8)
 // header := magic u32 | version u8 | flags u8 | shard u16 | record_count u32 |
 //           payload_len u32 | first_seq u64 | crc u32 | reserved u32 (zero)
-// record := op u8 | flags u8 (zero) | reserved u16 (zero) | key_len u32 | value_len u32 |
+// record := op u8 | flags u8 | reserved u16 (zero) | key_len u32 | value_len u32 |
 //           seq u64 | timestamp u64 | key bytes | value bytes
+// flags:     bit 0 (kRecGroupNext): the next record belongs to the same write group; every
+//            other bit zero. A batch never ends inside a group.
 // All integers big-endian. crc = crc32c::mask(crc32c(header[0,24) ++ payload)).
 #pragma once
 
@@ -39,6 +41,12 @@ inline constexpr size_t kRecValueLen = 8;
 inline constexpr size_t kRecSeq = 12;
 inline constexpr size_t kRecTimestamp = 20;
 static_assert(kRecTimestamp + 8 == kRecordHeaderSize);
+// Record flag: the record is followed, in the same batch, by another record of its write group
+// (replicate_group()); the last record of a group, and a single write, have it clear.
+inline constexpr uint8_t kRecGroupNext = 0x01;
+inline constexpr uint8_t kRecKnownFlags = kRecGroupNext;
+static_assert(kRecFlags == 1 && kRecKnownFlags == 0x01,
+              "docs/wire_format.md documents the record flags byte at offset 1, bit 0");
 
 constexpr size_t align_batch(size_t n) noexcept {
   return (n + kBatchAlign - 1) & ~(kBatchAlign - 1);
@@ -78,8 +86,10 @@ class BatchBuilder {
   [[nodiscard]] bool fits(size_t key_len, size_t value_len) const noexcept {
     return align_batch(size_ + record_size(key_len, value_len)) <= capacity_;
   }
-  // Appends a record with seq first_seq + count(). Precondition: fits().
-  void add(Op op, std::string_view key, std::string_view value, uint64_t timestamp) noexcept;
+  // Appends a record with seq first_seq + count(). Precondition: fits(). `flags`: 0, or
+  // kRecGroupNext for every record of a write group but its last.
+  void add(Op op, std::string_view key, std::string_view value, uint64_t timestamp,
+           uint8_t flags = 0) noexcept;
   // Writes the header (with checksum) and zero padding; returns the padded batch size.
   size_t seal() noexcept;
 
@@ -121,7 +131,8 @@ enum class BatchError : uint8_t {
   bad_reserved,  // a reserved field or flag is not zero
   bad_length,    // payload_len disagrees with the records, or a record overruns the payload
   bad_checksum,
-  bad_record,  // unknown op, erase with a value, key longer than kMaxKeyBytes
+  bad_record,  // unknown op, erase with a value, key longer than kMaxKeyBytes, unknown flag
+  bad_group,   // the batch ends inside a write group (its last record has kRecGroupNext)
   bad_seq,     // record seqs are not first_seq, first_seq + 1, ...
 };
 std::string_view describe(BatchError e) noexcept;
@@ -149,6 +160,7 @@ class RecordCursor {
   // applied record.
   bool next(Record& out) noexcept {
     if (p_ >= end_) return false;
+    group_next_ = (static_cast<uint8_t>(p_[kRecFlags]) & kRecGroupNext) != 0;
     const uint32_t key_len = load_be32(p_ + kRecKeyLen);
     const uint32_t value_len = load_be32(p_ + kRecValueLen);
     out.op = static_cast<Op>(p_[kRecOp]);
@@ -161,11 +173,20 @@ class RecordCursor {
     p_ += kRecordHeaderSize + key_len + value_len;
     return true;
   }
+  // Whether the record next() returned last is followed by another of its write group.
+  [[nodiscard]] bool group_next() const noexcept { return group_next_; }
+  // Where the next record starts (the end of the payload after the last).
+  [[nodiscard]] const std::byte* position() const noexcept { return p_; }
+  [[nodiscard]] uint16_t shard() const noexcept { return shard_; }
+  // A cursor over the records in [begin, end) of a checked batch of `shard`.
+  RecordCursor(const std::byte* begin, const std::byte* end, uint16_t shard) noexcept
+      : p_(begin), end_(end), shard_(shard) {}
 
  private:
   const std::byte* p_;
   const std::byte* end_;
   uint16_t shard_;
+  bool group_next_ = false;
 };
 
 }  // namespace rdmarepl::replication

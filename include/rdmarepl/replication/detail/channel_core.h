@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include "rdmarepl/core/result.h"
@@ -33,12 +34,15 @@ using ApplyBatchFn = uint64_t (*)(void* store, const BatchView& batch, uint64_t 
 // The optional checkpoint hooks of a SnapshottableStore (null when the store has none).
 using SnapshotFn = Status (*)(void* store, SnapshotWriter& out);
 using RestoreFn = Status (*)(void* store, SnapshotReader& in);
+// The optional durable position of a DurableStore: the last seq of `shard` it holds durably.
+using DurableSeqFn = uint64_t (*)(void* store, uint32_t shard);
 
 struct StoreHooks {
   void* store = nullptr;
   ApplyBatchFn apply_batch = nullptr;
   SnapshotFn snapshot = nullptr;
   RestoreFn restore = nullptr;
+  DurableSeqFn durable_seq = nullptr;
 };
 
 // Called once when a write registered with on_commit() meets the ack mode (`status` ok) or
@@ -57,6 +61,14 @@ class ChannelCore {
       const StoreHooks& store);
 
   virtual WriteResult write(Op op, std::string_view key, std::string_view value) noexcept = 0;
+  // A write group (leader): every op in one batch of one shard, with consecutive seqs; the
+  // ticket is the last one's. See ReplicationChannel::replicate_group.
+  virtual WriteResult write_group(std::span<const GroupOp>) noexcept {
+    return WriteResult{{}, WriteStatus::not_leader};
+  }
+  // The shard `key` maps to, and the largest group replicate_group() accepts (record bytes).
+  [[nodiscard]] virtual uint32_t key_shard(std::string_view key) const noexcept = 0;
+  [[nodiscard]] virtual size_t group_limit_bytes() const noexcept = 0;
   // Zero-copy values (leader): a registered buffer of `size` bytes from the channel's slab
   // pool, or an empty Buffer (follower, no pool, pool exhausted, size over 1 MiB).
   [[nodiscard]] virtual memory::Buffer allocate(size_t) noexcept { return {}; }
