@@ -26,6 +26,9 @@ inline constexpr uint64_t kMaxRingBytes = uint64_t{8} << 30;
 // Acknowledgements carry 20 bits of a seq: a connection never has more than this many
 // records sent and not yet acknowledged on one shard, so that the leader recovers the seq.
 inline constexpr uint64_t kMaxUnackedRecords = kImmArgMask;
+// A batch holds at most this many records (the leader seals it there), so that one batch
+// alone always fits the acknowledgement's range.
+inline constexpr uint32_t kMaxBatchRecords = 1u << 16;
 
 constexpr uint32_t make_imm(ImmKind kind, uint32_t shard, uint32_t arg) noexcept {
   return (static_cast<uint32_t>(kind) << (kImmArgBits + kImmShardBits)) |

@@ -206,7 +206,8 @@ WriteResult Leader::write(Op op, std::string_view key, std::string_view value) n
   ChannelMetrics::add(metrics_.bytes_replicated, rec);
   if (options_.ack_mode == AckMode::none && !(wal_ && wal_->gates()))
     s.committed.store(seq, std::memory_order_release);
-  if (large || s.open.size() >= live_batch_bytes_.load(std::memory_order_relaxed)) {
+  if (large || s.open.size() >= live_batch_bytes_.load(std::memory_order_relaxed) ||
+      s.open.count() >= kMaxBatchRecords) {
     seal_open(s);
     send_pending(s);
   }
@@ -353,8 +354,11 @@ size_t Leader::progress_locked(Shard& s) noexcept {
   const uint64_t silent_ns = static_cast<uint64_t>(options_.ack_timeout.count()) * 1'000'000;
   for (auto& l : s.links) {
     if (!l->up.load(std::memory_order_relaxed)) continue;
-    take_ack(s, *l);
     FollowerCarriers& fc = *carriers_[l->follower];
+    // The shard's own carrier, so that a writer waiting for the window (reserve()) or a
+    // manual-polling store sees its acknowledgements; other pollers only try its lock.
+    work += poll_carrier(fc, *fc.slots[l->carrier]);
+    take_ack(s, *l);
     if (l->up.load(std::memory_order_relaxed) && fc.failed.load(std::memory_order_acquire)) {
       link_down(s, *l, fc.reason());
       continue;

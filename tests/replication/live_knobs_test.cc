@@ -180,7 +180,7 @@ TEST_CASE("apply_knobs limits the knobs to what the leader can do and counts cha
   CHECK(closed.error().message().find("closed") != std::string::npos);
 }
 
-TEST_CASE("a manual-polling leader keeps its polling mode; the QP knob sets its carriers",
+TEST_CASE("a manual-polling leader keeps its polling mode, the QP knob sets its carriers",
           "[knobs]") {
   auto fabric = std::make_shared<LoopbackFabric>();
   auto o = base_options();
