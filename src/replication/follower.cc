@@ -366,6 +366,9 @@ size_t Follower::send_ack(Shard& s) noexcept {
   ack.imm = make_imm(ImmKind::ack, s.index, static_cast<uint32_t>(seq));
   ack.signaled = false;  // nothing waits for its completion; errors still complete
   const auto st = s.conn->post_writes(std::span<const transport::WriteRequest>(&ack, 1));
+  // A carrier's send queue is shared by the acknowledgements of every shard on it: when it
+  // is full, this one goes out in a later round (nothing here changed).
+  if (st == transport::PostStatus::queue_full) return 0;
   if (st != transport::PostStatus::ok) {
     drop("sending the acknowledgement failed");
     return 1;
