@@ -162,7 +162,21 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
     carriers_.push_back(std::move(conn));
     return;
   }
-  // Carrier 0 starts a session: every shard resumes where this handshake told the leader.
+  // Carrier 0 starts a session.
+  const std::string moved = begin_session(conn, told, h->session, who);
+  if (!moved.empty()) {
+    log::info(
+        "rdmarepl follower {}: {}; closing the connection so that it reconnects with the "
+        "current point",
+        endpoint_.to_string(), moved);
+    conn->close();
+  }
+}
+
+std::string Follower::begin_session(std::unique_ptr<transport::Connection>& conn,
+                                    const FollowerHello& told, uint32_t session,
+                                    const std::string& who) noexcept {
+  // Every shard resumes where this handshake told the leader, or the session is refused.
   std::string moved;
   lock_all([&] {
     for (auto& sp : shards_) {
@@ -198,19 +212,13 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
       s.last_ack_sent = s.acked.load(std::memory_order_relaxed);
     }
     // The receives were posted by accept() (ConnectionOptions::initial_recvs).
+    session_leader_ = conn->peer().node_id;
     carriers_.push_back(std::move(conn));
-    session_ = h->session;
-    session_leader_ = info.node_id;
+    session_ = session;
     in_session_ = true;
     end_session_.store(false, std::memory_order_relaxed);
   });
-  if (!moved.empty()) {
-    log::info(
-        "rdmarepl follower {}: {}; closing the connection so that it reconnects with the "
-        "current point",
-        endpoint_.to_string(), moved);
-    conn->close();
-  }
+  return moved;
 }
 
 void Follower::drop(std::string_view why, bool protocol_error) noexcept {

@@ -134,6 +134,11 @@ class Follower final : public CoreBase {
   uint64_t resume_point(Shard& s) noexcept;
   // `told`: the handshake sent (per-shard resume points and buffer generations).
   void install(std::unique_ptr<transport::Connection> conn, const FollowerHello& told) noexcept;
+  // Makes `conn` (carrier 0 of `session` from leader `who`) the start of a new session
+  // under every shard's lock; returns why not (a resume point moved since `told`), empty
+  // when it did (then `conn` was moved into carriers_). Caller holds carriers_mu_.
+  std::string begin_session(std::unique_ptr<transport::Connection>& conn, const FollowerHello& told,
+                            uint32_t session, const std::string& who) noexcept;
   // Sends an acknowledgement when there is something to acknowledge; 1 when it did.
   size_t send_ack(Shard& s) noexcept;
 
