@@ -108,7 +108,7 @@ Status CoreBase::apply_knobs(const tuning::Knobs& want) {
   if (eff == knobs_) return ok_status();
 
   Status st = ok_status();
-  if (eff.shards != knobs_.shards) {
+  if (eff.shards != knobs_.shards && options_.polling != PollingMode::manual) {
     st = set_workers(eff.shards);
     eff.shards = static_cast<uint32_t>(extra_workers_.size() + 1);
     if (eff.shards != knobs_.shards) ChannelMetrics::add(metrics_.worker_changes);

@@ -148,60 +148,101 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
     conn->close();
     return;
   }
-  Shard& s = *shards_[h->shard];
-  std::lock_guard lock(s.mu);
-  const uint64_t now = resume_point(s);
-  // Ahead: it applied more through an old connection. Behind: a checkpoint installed since
-  // moved it back (the leader would resume after a seq this shard no longer has).
-  if (now != told.applied[s.index]) {
-    log::info(
-        "rdmarepl follower {}: shard {}: the handshake told leader {} seq {} but this shard is "
-        "at {} now; closing the connection so that it reconnects with the current point",
-        endpoint_.to_string(), s.index, who, told.applied[s.index], now);
-    conn->close();
+  std::lock_guard clock(carriers_mu_);
+  if (h->carrier != 0) {
+    // One more carrier of the current session.
+    if (!in_session_ || h->session != session_ || info.node_id != session_leader_) {
+      log::info(
+          "rdmarepl follower {}: carrier {} of session {} from leader {} does not belong "
+          "to the current session; closing it",
+          endpoint_.to_string(), h->carrier, h->session, who);
+      conn->close();
+      return;
+    }
+    carriers_.push_back(std::move(conn));
     return;
   }
-  if (s.conn) {
-    log::info("rdmarepl follower {}: shard {}: leader {} reconnected; the old connection is closed",
-              endpoint_.to_string(), s.index, who);
-    s.conn->close();
-    s.conn.reset();
-    ChannelMetrics::add(metrics_.reconnects);
+  // Carrier 0 starts a session.
+  const std::string moved = begin_session(conn, told, h->session, who);
+  if (!moved.empty()) {
+    log::info(
+        "rdmarepl follower {}: {}; closing the connection so that it reconnects with the "
+        "current point",
+        endpoint_.to_string(), moved);
+    conn->close();
   }
-  // From here on the poller reads only the generation this connection writes to; the old
-  // connection (closed above, under the same lock) used the other one.
-  s.gen = told.generation[s.index];
-  // The receives were posted by accept() (ConnectionOptions::initial_recvs, wr_ids 0..n-1).
-  s.conn = std::move(conn);
-  s.leader = who;
-  s.cursor = 0;
-  s.unacked_batches = 0;
-  s.consumed_seq = 0;
-  if (!s.ship.ready) s.ship = {};  // a checkpoint is shipped again from its start
-  // The leader resumes from the seq of the handshake (at most this): acknowledging it again
-  // would spend an acknowledgement no batch paid for.
-  s.last_ack_sent = s.acked.load(std::memory_order_relaxed);
 }
 
-void Follower::drop(Shard& s, std::string_view why, bool protocol_error) noexcept {
+std::string Follower::begin_session(std::unique_ptr<transport::Connection>& conn,
+                                    const FollowerHello& told, uint32_t session,
+                                    const std::string& who) noexcept {
+  // Every shard resumes where this handshake told the leader, or the session is refused.
+  std::string moved;
+  lock_all([&] {
+    for (auto& sp : shards_) {
+      Shard& s = *sp;
+      const uint64_t now = resume_point(s);
+      // Ahead: it applied more through an old session. Behind: a checkpoint installed since
+      // moved it back (the leader would resume after a seq this shard no longer has).
+      if (now != told.applied[s.index] && moved.empty())
+        moved = fmt::format("shard {}: the handshake told leader {} seq {} but it is at {} now",
+                            s.index, who, told.applied[s.index], now);
+    }
+    if (!moved.empty()) return;
+    if (in_session_) {
+      log::info("rdmarepl follower {}: leader {} reconnected; the old connections are closed",
+                endpoint_.to_string(), who);
+      ChannelMetrics::add(metrics_.reconnects);
+    }
+    for (auto& c : carriers_) c->close();
+    carriers_.clear();
+    for (auto& sp : shards_) {
+      Shard& s = *sp;
+      // From here on the poller reads only the generation this session writes to; the old
+      // session (closed above, under the same locks) used the other one.
+      s.gen = told.generation[s.index];
+      s.conn = nullptr;
+      s.leader = who;
+      s.cursor = 0;
+      s.unacked_batches = 0;
+      s.consumed_seq = 0;
+      if (!s.ship.ready) s.ship = {};  // a checkpoint is shipped again from its start
+      // The leader resumes from the seq of the handshake (at most this): acknowledging it
+      // again would spend an acknowledgement no batch paid for.
+      s.last_ack_sent = s.acked.load(std::memory_order_relaxed);
+    }
+    // The receives were posted by accept() (ConnectionOptions::initial_recvs).
+    session_leader_ = conn->peer().node_id;
+    carriers_.push_back(std::move(conn));
+    session_ = session;
+    in_session_ = true;
+    end_session_.store(false, std::memory_order_relaxed);
+  });
+  return moved;
+}
+
+void Follower::drop(std::string_view why, bool protocol_error) noexcept {
+  if (!in_session_) return;
   // A leader that goes away is routine (it reconnects); a bad batch is not.
   log::logf(protocol_error ? log::Level::error : log::Level::info,
-            "rdmarepl follower {}: shard {}: dropping the connection from leader {}: {}",
-            endpoint_.to_string(), s.index, s.leader, why);
-  s.conn->close();
-  s.conn.reset();
+            "rdmarepl follower {}: dropping the connections from leader {}: {}",
+            endpoint_.to_string(), shards_.front()->leader, why);
+  for (auto& c : carriers_) c->close();
+  // The shards' carrier pointers are cleared under their locks by the next session's
+  // install(); until then nothing posts on them (send_ack and replies check in_session_).
+  in_session_ = false;
 }
 
 bool Follower::locate_batch(Shard& s, uint32_t imm, std::span<const std::byte>& bytes,
                             uint64_t& offset, std::string& why) noexcept {
   switch (imm_kind(imm)) {
     case ImmKind::ring_batch:
-      offset = uint64_t{imm_arg(imm)} * kBatchAlign;
-      if ((offset != s.cursor && offset != 0) || offset + kBatchHeaderSize > s.ring().size()) {
+      offset = imm_arg(imm) == kRingAtZero ? 0 : s.cursor;
+      if (!ring_imm_matches(imm_arg(imm), offset) || offset + kBatchHeaderSize > s.ring().size()) {
         why = fmt::format(
-            "protocol error: batch announced at ring offset {} but the next batch "
+            "protocol error: batch announced with ring argument 0x{:05x} but the next batch "
             "was expected at {} (or 0 after a wrap; ring is {} bytes)",
-            offset, s.cursor, s.ring().size());
+            imm_arg(imm), s.cursor, s.ring().size());
         return false;
       }
       bytes = std::span<const std::byte>(s.ring().data() + offset, s.ring().size() - offset);
@@ -263,49 +304,65 @@ bool Follower::handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::stri
   return true;
 }
 
-size_t Follower::poll_shard(Shard& s) noexcept {
+bool Follower::handle_message(Shard& s, transport::Connection& c, uint32_t imm, uint32_t byte_len,
+                              std::string& why, bool& protocol) noexcept {
+  // A shard moves to another carrier only once the leader saw everything it sent on the old
+  // one acknowledged: acknowledgements still owed there carry nothing it needs.
+  if (s.conn != &c) {
+    s.conn = &c;
+    s.unacked_batches = 0;
+  }
+  if (imm_kind(imm) == ImmKind::checkpoint) return handle_chunk(s, byte_len, why, protocol);
+  protocol = true;
+  if (!handle_batch(s, imm, byte_len, why)) return false;
+  ++s.unacked_batches;
+  return true;
+}
+
+size_t Follower::poll_carrier(transport::Connection& c) noexcept {
   std::array<transport::Completion, 32> wc;
-  const size_t n = s.conn->poll(wc);
-  uint32_t batches = 0;
-  uint32_t chunks = 0;  // checkpoint chunks: each was answered by its own reply
+  const size_t n = c.poll(wc);
+  uint32_t received = 0;
   std::string why;
   for (size_t i = 0; i < n; ++i) {
-    const auto& c = wc[i];
-    if (c.status != transport::WcStatus::success) {
-      drop(s, transport::failure_reason(*s.conn, c.status));
+    const auto& e = wc[i];
+    if (e.status != transport::WcStatus::success) {
+      drop(transport::failure_reason(c, e.status));
       return n;
     }
-    if (c.opcode != transport::WcOpcode::recv_rdma_with_imm) continue;  // our acks
-    if (imm_kind(c.imm) == ImmKind::checkpoint) {
-      ++chunks;
-      bool protocol = false;
-      if (!handle_chunk(s, c.byte_len, why, protocol)) {
-        if (protocol) ChannelMetrics::add(metrics_.protocol_errors);
-        drop(s, why, protocol);
-        return n;
-      }
-      continue;
-    }
-    if (!handle_batch(s, c.imm, c.byte_len, why)) {
+    if (e.opcode != transport::WcOpcode::recv_rdma_with_imm) continue;  // our acks
+    ++received;
+    const uint32_t shard = imm_shard(e.imm);
+    if (shard >= shards_.size()) {
       ChannelMetrics::add(metrics_.protocol_errors);
-      drop(s, why, true);
+      drop(fmt::format("protocol error: immediate 0x{:08x} names shard {} of {}", e.imm, shard,
+                       shards_.size()),
+           true);
       return n;
     }
-    ++batches;
+    // A checkpoint was installed: the session ends once its reply is posted, and nothing
+    // more of it is applied (the leader resends after reconnecting).
+    if (end_session_.load(std::memory_order_acquire)) continue;
+    Shard& s = *shards_[shard];
+    std::lock_guard lock(s.mu);
+    bool protocol = false;
+    if (!handle_message(s, c, e.imm, e.byte_len, why, protocol)) {
+      if (protocol) ChannelMetrics::add(metrics_.protocol_errors);
+      drop(fmt::format("shard {}: {}", shard, why), protocol);
+      return n;
+    }
   }
-  // Receives go back before the acknowledgement that lets the leader send more.
-  if (batches + chunks != 0 && s.conn->post_recvs(batches + chunks) != transport::PostStatus::ok) {
-    drop(s, "re-posting receives failed");
-    return n;
-  }
-  s.unacked_batches += batches;
-  return n + send_ack(s);
+  // Receives go back before the acknowledgements that let the leader send more (progress()
+  // sends them after polling every carrier).
+  if (received != 0 && c.post_recvs(received) != transport::PostStatus::ok)
+    drop("re-posting receives failed");
+  return n;
 }
 
 size_t Follower::send_ack(Shard& s) noexcept {
   const uint64_t durable = wal_ack_seq(s);
   s.acked.store(durable, std::memory_order_release);
-  if (s.unacked_batches == 0) return 0;
+  if (s.unacked_batches == 0 || s.conn == nullptr || !in_session_) return 0;
   const uint64_t seq = std::min(durable, s.consumed_seq);
   // A new seq to report, or (every logged batch synced) batches that carried nothing new.
   const bool all_synced = s.pending_count == 0;
@@ -314,11 +371,14 @@ size_t Follower::send_ack(Shard& s) noexcept {
   const auto& target = s.conn->peer().regions.front();
   ack.remote_addr = target.addr;
   ack.rkey = target.rkey;
-  ack.imm = make_imm(ImmKind::ack, static_cast<uint32_t>(seq));
+  ack.imm = make_imm(ImmKind::ack, s.index, static_cast<uint32_t>(seq));
   ack.signaled = false;  // nothing waits for its completion; errors still complete
   const auto st = s.conn->post_writes(std::span<const transport::WriteRequest>(&ack, 1));
+  // A carrier's send queue is shared by the acknowledgements of every shard on it: when it
+  // is full, this one goes out in a later round (nothing here changed).
+  if (st == transport::PostStatus::queue_full) return 0;
   if (st != transport::PostStatus::ok) {
-    drop(s, "sending the acknowledgement failed");
+    drop("sending the acknowledgement failed");
     return 1;
   }
   s.last_ack_sent = seq;
@@ -327,33 +387,41 @@ size_t Follower::send_ack(Shard& s) noexcept {
 }
 
 size_t Follower::progress() noexcept {
+  std::unique_lock lock(carriers_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return 1;  // the accept thread is installing a connection
   size_t work = 0;
+  for (size_t i = 0; i < carriers_.size() && in_session_; ++i) {
+    transport::Connection& c = *carriers_[i];
+    if (!c.healthy()) {
+      drop(c.error().message());
+      break;
+    }
+    work += poll_carrier(c);
+  }
+  // Every round, not only after a batch: with Durability::batch an acknowledgement waits for
+  // the log's sync.
   for (auto& sp : shards_) {
-    std::unique_lock lock(sp->mu, std::try_to_lock);
-    if (!lock.owns_lock()) {
+    if (!in_session_) break;
+    std::unique_lock slock(sp->mu, std::try_to_lock);
+    if (!slock.owns_lock()) {
       ++work;
       continue;
     }
-    if (!sp->conn) continue;
-    if (!sp->conn->healthy()) {
-      drop(*sp, sp->conn->error().message());
-      continue;
-    }
-    work += poll_shard(*sp);
+    work += send_ack(*sp);
   }
   return work;
 }
 
-// Blocks in the first connected shard's wait(): batches on other shards are seen at most
-// `timeout` later, which is the price of not spinning.
+// Blocks in the first carrier's wait(): batches on other carriers are seen at most `timeout`
+// later, which is the price of not spinning.
 void Follower::wait_for_work(std::chrono::microseconds timeout) noexcept {
   const auto ms = std::max<std::chrono::milliseconds>(
       std::chrono::duration_cast<std::chrono::milliseconds>(timeout), std::chrono::milliseconds(1));
-  for (auto& sp : shards_) {
-    std::unique_lock lock(sp->mu, std::try_to_lock);
+  {
+    std::unique_lock lock(carriers_mu_, std::try_to_lock);
     if (!lock.owns_lock()) return;
-    if (sp->conn) {
-      (void)sp->conn->wait(ms);
+    if (in_session_ && !carriers_.empty()) {
+      (void)carriers_.front()->wait(ms);
       return;
     }
   }
@@ -372,12 +440,14 @@ void Follower::close() noexcept {
   if (closed_.exchange(true)) return;
   stop_threads();
   listener_.reset();  // refuse new connections at once, not after the destructor
-  for (auto& sp : shards_) {
-    std::lock_guard lock(sp->mu);
-    if (sp->conn) {
-      sp->conn->close();
-      sp->conn.reset();
-    }
+  {
+    std::lock_guard clock(carriers_mu_);
+    lock_all([&] {
+      for (auto& sp : shards_) sp->conn = nullptr;
+      for (auto& c : carriers_) c->close();
+      carriers_.clear();
+      in_session_ = false;
+    });
   }
   if (wal_) wal_->close();
 }

@@ -66,7 +66,9 @@ class Follower final : public CoreBase {
     [[nodiscard]] RegisteredBuffer& ring() noexcept { return rings[gen]; }
     [[nodiscard]] RegisteredBuffer& large() noexcept { return larges[gen]; }
     [[nodiscard]] uint32_t next_gen() const noexcept { return 1 - gen; }
-    std::unique_ptr<transport::Connection> conn;
+    // The carrier (one of carriers_) its last batch or chunk arrived on: its acks and
+    // checkpoint replies go back there. Null outside a session.
+    transport::Connection* conn = nullptr;
     std::string leader;   // node id of the connected leader, for messages
     uint64_t cursor = 0;  // where the next ring batch is expected (or 0 after a wrap)
     std::atomic<uint64_t> applied{0};
@@ -112,20 +114,31 @@ class Follower final : public CoreBase {
         apply_batch_(store.apply_batch),
         hooks_(store) {}
 
-  size_t poll_shard(Shard& s) noexcept;
+  // Polls one carrier and applies what arrived. Caller holds carriers_mu_.
+  size_t poll_carrier(transport::Connection& c) noexcept;
+  // Handles one message of the leader for shard `s` that arrived on `c` (shard lock held).
+  bool handle_message(Shard& s, transport::Connection& c, uint32_t imm, uint32_t byte_len,
+                      std::string& why, bool& protocol) noexcept;
   // Checks and applies the batch a completion announced; false (and `why`) on a protocol error.
   bool handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::string& why) noexcept;
   // Where the batch announced by `imm` starts (`bytes` to the end of its buffer; `offset` in
   // the ring); false (and `why`) when the immediate or the offset break the protocol.
   bool locate_batch(Shard& s, uint32_t imm, std::span<const std::byte>& bytes, uint64_t& offset,
                     std::string& why) noexcept;
-  void drop(Shard& s, std::string_view why, bool protocol_error = false) noexcept;
+  // Ends the session: every carrier closes (the leader reconnects with a new handshake).
+  // Caller holds carriers_mu_ (and may hold one shard lock: `held`).
+  void drop(std::string_view why, bool protocol_error = false) noexcept;
   void accept_loop() noexcept;
   // The seq a (re)connecting leader resumes after: everything applied, or with
   // Durability::batch what the log has synced. Refreshes `acked`. Caller holds s.mu.
   uint64_t resume_point(Shard& s) noexcept;
   // `told`: the handshake sent (per-shard resume points and buffer generations).
   void install(std::unique_ptr<transport::Connection> conn, const FollowerHello& told) noexcept;
+  // Makes `conn` (carrier 0 of `session` from leader `who`) the start of a new session
+  // under every shard's lock; returns why not (a resume point moved since `told`), empty
+  // when it did (then `conn` was moved into carriers_). Caller holds carriers_mu_.
+  std::string begin_session(std::unique_ptr<transport::Connection>& conn, const FollowerHello& told,
+                            uint32_t session, const std::string& who) noexcept;
   // Sends an acknowledgement when there is something to acknowledge; 1 when it did.
   size_t send_ack(Shard& s) noexcept;
 
@@ -162,6 +175,16 @@ class Follower final : public CoreBase {
   StoreHooks hooks_;
   std::unique_ptr<Wal> wal_;
   std::vector<std::unique_ptr<Shard>> shards_;
+  // The connections of the current session (docs/replication.md, "Carriers"): any of them
+  // carries any shard. carriers_mu_ is taken before a shard lock, never after one.
+  std::mutex carriers_mu_;
+  std::vector<std::unique_ptr<transport::Connection>> carriers_;
+  uint32_t session_ = 0;
+  bool in_session_ = false;
+  std::string session_leader_;
+  // Set by a checkpoint install: the session ends once the reply to it was posted, and no
+  // batch of it is applied before then.
+  std::atomic<bool> end_session_{false};
   std::unique_ptr<transport::Listener> listener_;
   transport::Endpoint endpoint_;
   std::atomic<bool> closed_{false};

@@ -21,7 +21,7 @@ bool Follower::send_ship_reply(Shard& s, ShipReply reply) noexcept {
   const auto& target = s.conn->peer().regions.front();
   w.remote_addr = target.addr;
   w.rkey = target.rkey;
-  w.imm = make_imm(ImmKind::checkpoint, static_cast<uint32_t>(reply));
+  w.imm = make_imm(ImmKind::checkpoint, s.index, static_cast<uint32_t>(reply));
   return s.conn->post_writes(std::span<const transport::WriteRequest>(&w, 1)) ==
          transport::PostStatus::ok;
 }
@@ -128,13 +128,10 @@ Status Follower::install_payload(uint32_t shard, std::span<const uint8_t> payloa
   if (!seqs) return std::move(seqs).error();
   const auto snapshot = payload.subspan(kChannelCheckpointFixed + 8 * size_t{options_.shards});
   auto locked = [&]() -> Status {
-    // The other shards' connections go: their applied points move, so they reconnect with a
-    // handshake that reports the new ones. None of their batches is applied after this.
-    for (auto& sp : shards_)
-      if (sp->index != shard && sp->conn)
-        drop(*sp, fmt::format("a checkpoint received on shard {} replaces the store; "
-                              "reconnecting from its seqs",
-                              shard));
+    // The session is over: every shard's applied point moves, so the leader reconnects
+    // (after the reply) with a handshake that reports the new ones. No batch of this
+    // session is applied after this (the poller skips them).
+    end_session_.store(true, std::memory_order_release);
     SpanSnapshotReader src(snapshot);
     src.set_seqs(*seqs);
     auto st = hooks_.restore(store_, src);
@@ -189,10 +186,21 @@ void Follower::install_shipped() noexcept {
       log::error("rdmarepl follower {}: shard {}: installing checkpoint {} failed: {}",
                  endpoint_.to_string(), s.index, id, st.error().message());
     }
-    std::lock_guard lock(s.mu);
-    s.ship = {};
-    if (s.conn && !send_ship_reply(s, st ? ShipReply::installed : ShipReply::failed))
-      drop(s, "sending the reply to a checkpoint chunk failed");
+    std::lock_guard clock(carriers_mu_);
+    {
+      std::lock_guard lock(s.mu);
+      s.ship = {};
+      if (in_session_ && s.conn &&
+          !send_ship_reply(s, st ? ShipReply::installed : ShipReply::failed))
+        drop("sending the reply to a checkpoint chunk failed");
+    }
+    // After `installed` the leader starts a new session from the new seqs; after a failure
+    // the session ends here (the store may have changed).
+    if (!st && end_session_.exchange(false, std::memory_order_acq_rel))
+      drop(
+          fmt::format("installing a checkpoint on shard {} failed; the leader reconnects "
+                      "from this follower's seqs",
+                      s.index));
   }
 }
 

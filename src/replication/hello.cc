@@ -10,7 +10,9 @@ namespace {
 constexpr uint32_t kLeaderMagic = 0x52504C4Cu;    // "RPLL"
 constexpr uint32_t kFollowerMagic = 0x52504C46u;  // "RPLF"
 // 2: the follower hello's per-shard entries carry the buffer generation (16 bytes each).
-constexpr uint16_t kHelloVersion = 2;
+// 3: connections are carriers of a session (any shard on any connection; the immediate
+// carries the shard); the leader hello names its carrier and session.
+constexpr uint16_t kHelloVersion = 3;
 constexpr size_t kLeaderSize = 40;
 constexpr size_t kFollowerFixed = 32;
 constexpr size_t kFollowerPerShard = 16;  // applied (8), generation (4), reserved (4)
@@ -30,10 +32,10 @@ std::string encode(const LeaderHello& h) {
   store_be32(p, kLeaderMagic);
   store_be16(p + 4, kHelloVersion);
   store_be16(p + 6, 0);
-  store_be32(p + 8, h.shard);
+  store_be32(p + 8, h.carrier);
   store_be32(p + 12, h.shard_count);
   store_be32(p + 16, h.queue_depth);
-  store_be32(p + 20, 0);
+  store_be32(p + 20, h.session);
   store_be64(p + 24, h.ring_bytes);
   store_be64(p + 32, h.large_bytes);
   return out;
@@ -67,13 +69,15 @@ Result<LeaderHello> parse_leader_hello(std::string_view b, std::string_view peer
     return bad(peer, fmt::format("leader hello version {} (this build speaks {})", load_be16(p + 4),
                                  kHelloVersion));
   LeaderHello h;
-  h.shard = load_be32(p + 8);
+  h.carrier = load_be32(p + 8);
   h.shard_count = load_be32(p + 12);
   h.queue_depth = load_be32(p + 16);
+  h.session = load_be32(p + 20);
   h.ring_bytes = load_be64(p + 24);
   h.large_bytes = load_be64(p + 32);
-  if (h.shard >= h.shard_count)
-    return bad(peer, fmt::format("shard {} out of range (shard_count {})", h.shard, h.shard_count));
+  if (h.carrier >= h.shard_count)
+    return bad(peer, fmt::format("carrier {} out of range (at most shard_count {} carriers)",
+                                 h.carrier, h.shard_count));
   return h;
 }
 

@@ -11,9 +11,12 @@
 
 namespace rdmarepl::replication::detail {
 
-// Leader -> follower, one per connection: which shard this connection carries.
+// Leader -> follower, one per connection: which carrier of which session it is. A session
+// is the set of connections (carriers) one leader keeps to one follower; they all carry any
+// shard (the immediate names it). Carrier 0 starts a session.
 struct LeaderHello {
-  uint32_t shard = 0;
+  uint32_t carrier = 0;
+  uint32_t session = 0;
   uint32_t shard_count = 0;
   uint32_t queue_depth = 0;  // batches the leader keeps in flight at most (+ slack)
   uint64_t ring_bytes = 0;   // the ring size the leader's batching assumes (minimum)

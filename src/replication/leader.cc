@@ -27,6 +27,18 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
   // descriptor table of that many entries would be large, so it is capped and the window
   // evicts by count as well as by bytes.
   const size_t max_batches = std::clamp<size_t>(options.retain_bytes / 64, 64, 65536);
+  for (uint32_t f = 0; f < options.peers.size(); ++f) {
+    auto fc = std::make_unique<FollowerCarriers>();
+    fc->follower = f;
+    fc->metrics = &self->metrics_;
+    fc->queue_depth = options.queue_depth;
+    // Session ids differ between leader incarnations, so that a follower never takes a
+    // carrier of an old one into a new session.
+    fc->session = static_cast<uint32_t>(wall_ns() ^ (uint64_t{f} << 24));
+    for (uint32_t k = 0; k < options.shards; ++k) fc->slots.push_back(std::make_unique<Carrier>());
+    self->carriers_.push_back(std::move(fc));
+  }
+  self->metrics_.carriers.store(1);
   for (uint32_t i = 0; i < options.shards; ++i) {
     auto s = std::make_unique<Shard>();
     s->index = i;
@@ -43,6 +55,8 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
     for (uint32_t f = 0; f < options.peers.size(); ++f) {
       auto l = std::make_unique<Link>();
       l->follower = f;
+      l->shard = i;
+      l->carriers = self->carriers_[f].get();
       l->inflight.resize(options.queue_depth);
       l->ring_space = RingSpace(options.ring_bytes);
       s->links.push_back(std::move(l));
@@ -57,10 +71,8 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
   // connected; followers that are not reachable yet are retried by the control thread.
   const uint64_t now = mono_ns();
   for (auto& s : self->shards_)
-    for (auto& l : s->links) {
-      l->down_since_ns.store(now);
-      self->try_connect(*s, *l);
-    }
+    for (auto& l : s->links) l->down_since_ns.store(now);
+  for (auto& fc : self->carriers_) self->start_session(*fc);
   Leader* raw = self.get();
   self->start_wal();
   self->start_threads([raw] { raw->control_loop(); });
@@ -204,7 +216,8 @@ WriteResult Leader::write(Op op, std::string_view key, std::string_view value) n
   ChannelMetrics::add(metrics_.bytes_replicated, rec);
   if (options_.ack_mode == AckMode::none && !(wal_ && wal_->gates()))
     s.committed.store(seq, std::memory_order_release);
-  if (large || s.open.size() >= live_batch_bytes_.load(std::memory_order_relaxed)) {
+  if (large || s.open.size() >= live_batch_bytes_.load(std::memory_order_relaxed) ||
+      s.open.count() >= kMaxBatchRecords) {
     seal_open(s);
     send_pending(s);
   }
@@ -242,9 +255,8 @@ void Leader::send_pending(Shard& s) noexcept {
       if (r == Link::Post::queue_full) break;
       if (r != Link::Post::posted) {
         link_down(s, l,
-                  r == Link::Post::disconnected
-                      ? transport::failure_reason(*l.conn, transport::WcStatus::flushed)
-                      : std::string("a write request was refused"));
+                  r == Link::Post::disconnected ? l.failure()
+                                                : std::string("a write request was refused"));
         break;
       }
       ++l.next_send_bn;
@@ -255,67 +267,91 @@ void Leader::send_pending(Shard& s) noexcept {
 
 // ------------------------------------------------------------------ acknowledgements
 
-size_t Leader::poll_link(Shard& s, Link& l) noexcept {
+size_t Leader::poll_carrier(FollowerCarriers& fc, Carrier& c) noexcept {
+  std::unique_lock lock(c.mu, std::try_to_lock);
+  if (!lock.owns_lock() || !c.conn) return 0;
   std::array<transport::Completion, 32> wc;
-  const size_t n = l.conn->poll(wc);
+  const size_t n = c.conn->poll(wc);
   uint32_t reposts = 0;
   for (size_t i = 0; i < n; ++i) {
-    const auto& c = wc[i];
-    if (c.status != transport::WcStatus::success) {
-      link_down(s, l, transport::failure_reason(*l.conn, c.status));
+    const auto& e = wc[i];
+    if (e.status != transport::WcStatus::success) {
+      fc.fail(transport::failure_reason(*c.conn, e.status));
       return n;
     }
-    if (c.opcode != transport::WcOpcode::recv_rdma_with_imm) continue;
+    if (e.opcode != transport::WcOpcode::recv_rdma_with_imm) continue;
     ++reposts;
-    if (imm_kind(c.imm) == ImmKind::checkpoint && l.shipping) {
-      l.ship_reply = imm_arg(c.imm);  // the catch-up thread waits for it
-      ++l.ship_replies;
+    const uint32_t shard = imm_shard(e.imm);
+    Link* l = shard < shards_.size() ? shards_[shard]->links[fc.follower].get() : nullptr;
+    if (l != nullptr && imm_kind(e.imm) == ImmKind::checkpoint &&
+        l->shipping.load(std::memory_order_acquire)) {
+      l->ship_reply.store(imm_arg(e.imm), std::memory_order_relaxed);
+      l->ship_replies.fetch_add(1, std::memory_order_release);  // the catch-up thread waits
       continue;
     }
-    if (imm_kind(c.imm) != ImmKind::ack) {
+    if (l == nullptr || imm_kind(e.imm) != ImmKind::ack) {
       ChannelMetrics::add(metrics_.protocol_errors);
-      link_down(
-          s, l,
-          fmt::format("protocol error: unexpected immediate 0x{:08x} from the follower", c.imm));
+      fc.fail(
+          fmt::format("protocol error: unexpected immediate 0x{:08x} from the follower", e.imm));
       return n;
     }
-    const uint64_t acked = l.acked_seq.load(std::memory_order_relaxed);
-    const uint64_t seq = widen_seq(imm_arg(c.imm), acked);
-    // A follower acknowledges at most the last seq of the newest batch it took from this
-    // connection, so everything freed below has been read (its resume point may still be
-    // older than what it applied through its old connection: it skips those records). More
-    // would claim records it was never sent and let the commit point pass them.
-    if (seq < acked || seq > l.sent_seq) {
-      ChannelMetrics::add(metrics_.protocol_errors);
-      link_down(s, l,
-                fmt::format("protocol error: acknowledgement of seq {} outside [{}, {}] "
-                            "(last acknowledged, last sent on this connection)",
-                            seq, acked, l.sent_seq));
-      return n;
-    }
-    l.retire(seq);
-    if (seq > acked) l.made_progress = true;
-    if (l.inflight_count == 0)  // skip batches the follower already has
-      while (l.next_send_bn < s.window.end_bn() && s.window.desc(l.next_send_bn).last_seq() <= seq)
-        ++l.next_send_bn;
-    l.acked_seq.store(seq, std::memory_order_release);
+    // The newest acknowledgement wins: they are cumulative. take_ack() checks it.
+    l->ack_in.store(Link::kAckPresent | imm_arg(e.imm), std::memory_order_release);
   }
-  if (reposts == 0) return n;
-  l.heard_ns = mono_ns();
-  if (l.conn->post_recvs(reposts) != transport::PostStatus::ok)
-    link_down(s, l, "re-posting receives failed");
+  if (reposts != 0 && c.conn->post_recvs(reposts) != transport::PostStatus::ok)
+    fc.fail("re-posting receives failed");
   return n;
+}
+
+size_t Leader::poll_carriers(uint32_t worker, uint32_t workers) noexcept {
+  size_t work = 0;
+  size_t i = 0;
+  for (auto& fc : carriers_)
+    for (auto& c : fc->slots) {
+      if (i++ % workers != worker || !c->up.load(std::memory_order_acquire)) continue;
+      work += poll_carrier(*fc, *c);
+    }
+  return work;
+}
+
+void Leader::take_ack(Shard& s, Link& l) noexcept {
+  const uint32_t in = l.ack_in.exchange(0, std::memory_order_acquire);
+  if (in == 0) return;
+  l.heard_ns = mono_ns();
+  const uint64_t acked = l.acked_seq.load(std::memory_order_relaxed);
+  const uint64_t seq = widen_seq(in & kImmArgMask, acked);
+  // A follower acknowledges at most the last seq of the newest batch it took in this session,
+  // so everything freed below has been read (its resume point may still be older than what
+  // it applied through an old session: it skips those records). More would claim records it
+  // was never sent and let the commit point pass them.
+  if (seq > l.sent_seq) {
+    ChannelMetrics::add(metrics_.protocol_errors);
+    link_down(s, l,
+              fmt::format("protocol error: acknowledgement of seq {} outside [{}, {}] "
+                          "(last acknowledged, last sent on this connection)",
+                          seq, acked, l.sent_seq));
+    return;
+  }
+  l.retire(seq);
+  if (seq > acked) l.made_progress = true;
+  if (l.inflight_count == 0)  // skip batches the follower already has
+    while (l.next_send_bn < s.window.end_bn() && s.window.desc(l.next_send_bn).last_seq() <= seq)
+      ++l.next_send_bn;
+  l.acked_seq.store(seq, std::memory_order_release);
 }
 
 void Leader::link_down(Shard& s, Link& l, std::string_view why) noexcept {
   if (!l.up.load(std::memory_order_relaxed)) return;
-  log::warn(
-      "rdmarepl leader: follower {} ({}) shard {}: connection dropped: {}; reconnecting and "
-      "resending from seq {}",
+  FollowerCarriers& fc = *carriers_[l.follower];
+  // One link down ends the follower's session: its carriers are shared by every shard.
+  fc.fail(why);
+  log::debug(
+      "rdmarepl leader: follower {} ({}) shard {}: down ({}); resending from seq {} in "
+      "the next session",
       l.follower, options_.peers[l.follower].to_string(), s.index, why, l.acked_seq.load() + 1);
-  l.conn->close();
-  l.conn.reset();
-  if (l.made_progress) l.proven.store(true, std::memory_order_release);
+  if (l.made_progress) fc.proven.store(true, std::memory_order_release);
+  l.leave_carrier();
+  l.ack_in.store(0, std::memory_order_relaxed);
   l.up.store(false, std::memory_order_release);
   l.down_since_ns.store(mono_ns(), std::memory_order_release);
   l.reset_flow();
@@ -328,7 +364,15 @@ size_t Leader::progress_locked(Shard& s) noexcept {
   const uint64_t silent_ns = static_cast<uint64_t>(options_.ack_timeout.count()) * 1'000'000;
   for (auto& l : s.links) {
     if (!l->up.load(std::memory_order_relaxed)) continue;
-    work += poll_link(s, *l);
+    FollowerCarriers& fc = *carriers_[l->follower];
+    // The shard's own carrier, so that a writer waiting for the window (reserve()) or a
+    // manual-polling store sees its acknowledgements; other pollers only try its lock.
+    work += poll_carrier(fc, *fc.slots[l->carrier]);
+    take_ack(s, *l);
+    if (l->up.load(std::memory_order_relaxed) && fc.failed.load(std::memory_order_acquire)) {
+      link_down(s, *l, fc.reason());
+      continue;
+    }
     if (l->up.load(std::memory_order_relaxed) && l->silent(silent_ns)) {
       ChannelMetrics::add(metrics_.ack_timeouts);
       link_down(s, *l,
@@ -357,6 +401,7 @@ size_t Leader::progress() noexcept {
   std::array<uint64_t, kMaxFollowers> lag_bytes{};
   uint64_t depth = 0;
   uint64_t retained = 0;
+  work += poll_carriers(0, 1);
   for (auto& sp : shards_) {
     retained += sp->retained_bytes.load(std::memory_order_relaxed);
     std::unique_lock lock(sp->mu, std::try_to_lock);
@@ -384,7 +429,7 @@ size_t Leader::progress() noexcept {
   for (size_t i = 0; i < options_.peers.size(); ++i) {
     metrics_.follower_lag[i].store(lag[i], std::memory_order_relaxed);
     metrics_.follower_lag_bytes[i].store(lag_bytes[i], std::memory_order_relaxed);
-    bool up = true;
+    bool up = carriers_[i]->up.load(std::memory_order_relaxed);
     for (auto& sp : shards_) up = up && sp->links[i]->up.load(std::memory_order_relaxed);
     metrics_.follower_connected[i].store(up, std::memory_order_relaxed);
   }
@@ -401,7 +446,10 @@ void Leader::wait_for_work(std::chrono::microseconds timeout) noexcept {
     if (!lock.owns_lock() || sp->writers_waiting.load(std::memory_order_relaxed) != 0) return;
     for (auto& l : sp->links)
       if (l->up.load(std::memory_order_relaxed) && !sp->open_active) {
-        (void)l->conn->wait(ms);
+        Carrier& c = *l->carriers->slots[l->carrier];
+        std::unique_lock clock(c.mu, std::try_to_lock);
+        if (!clock.owns_lock() || !c.conn) return;
+        (void)c.conn->wait(ms);
         return;
       }
   }
@@ -414,13 +462,9 @@ void Leader::close() noexcept {
   if (catchup_) catchup_->stop();
   for (auto& sp : shards_) {
     std::lock_guard lock(sp->mu);
-    for (auto& l : sp->links)
-      if (l->conn) {
-        l->conn->close();
-        l->conn.reset();
-        l->up.store(false);
-      }
+    for (auto& l : sp->links) l->up.store(false);
   }
+  for (auto& fc : carriers_) close_carriers(*fc);
   if (wal_) wal_->close();
   commits_.fail_callbacks_on_close();
 }

@@ -16,6 +16,7 @@
 #include "core_base.h"
 #include "durability.h"
 #include "hello.h"
+#include "leader_carriers.h"
 #include "leader_catchup.h"
 #include "leader_commits.h"
 #include "leader_shard.h"
@@ -116,19 +117,31 @@ class Leader final : public CoreBase, private CatchUpHost {
                                                     const BatchDesc& d) const noexcept;
   void push_desc(Shard& s, const BatchDesc& d) noexcept;
   void send_pending(Shard& s) noexcept override;
-  size_t poll_link(Shard& s, Link& l) noexcept;
+  // Drains one carrier's completions into its links' mailboxes (no shard lock needed).
+  size_t poll_carrier(FollowerCarriers& fc, Carrier& c) noexcept;
+  size_t poll_carriers(uint32_t worker, uint32_t workers) noexcept;
+  // Processes the newest acknowledgement the poller left for `l` (shard lock held).
+  void take_ack(Shard& s, Link& l) noexcept;
   void link_down(Shard& s, Link& l, std::string_view why) noexcept override;
   size_t progress_locked(Shard& s) noexcept;
 
   // Control plane (leader_connect.cc).
   void control_loop() noexcept;
-  bool try_connect(Shard& s, Link& l) noexcept;
+  // A session with follower `fc`: carrier 0 with the handshake, then every shard's link.
+  bool start_session(FollowerCarriers& fc) noexcept;
+  // Takes every link of the follower down and closes its carriers.
+  void end_session(FollowerCarriers& fc) noexcept;
+  // Connects carriers below N that are not up; counts idle ones taken back from the pool.
+  void adjust_carriers(FollowerCarriers& fc) noexcept;
+  Result<std::unique_ptr<transport::Connection>> connect_carrier(FollowerCarriers& fc,
+                                                                 uint32_t k) noexcept;
+  void close_carriers(FollowerCarriers& fc) noexcept;
   // Why the handshake `fh` of follower `peer` (connection `info`) does not fit this leader;
   // ok when it does.
   Status check_hello(const transport::Endpoint& peer, const transport::PeerInfo& info,
                      const Result<FollowerHello>& fh) const;
-  Status install(Shard& s, Link& l, std::unique_ptr<transport::Connection> conn,
-                 const FollowerHello& hello);
+  // Starts the link of `s` to a follower in a new session (its carrier 0 is up).
+  Status install(Shard& s, Link& l, const FollowerHello& hello);
 
   // Write-ahead log (leader_wal.cc; all no-ops without ChannelOptions::wal_dir).
   Status open_wal();  // recovers the store, the seqs and the retained window
@@ -149,6 +162,8 @@ class Leader final : public CoreBase, private CatchUpHost {
   std::unique_ptr<StoreRegions> regions_;
   std::unique_ptr<memory::SlabPool> pool_;
   RegisteredBuffer zeros_;  // the padding gathered after a zero-copy value
+  // One per follower (declared before shards_: the links point to them).
+  std::vector<std::unique_ptr<FollowerCarriers>> carriers_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<bool> closed_{false};
 

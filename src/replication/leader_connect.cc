@@ -1,5 +1,6 @@
-// Leader control plane: connecting (and reconnecting) one connection per follower and
-// shard, validating the follower's handshake, and choosing where catch-up resumes.
+// Leader control plane: connecting (and reconnecting) the carriers of each follower
+// (leader_carriers.h), validating the follower's handshake, and choosing where catch-up
+// resumes.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,37 +16,25 @@ void Leader::control_loop() noexcept {
   const auto tick = std::chrono::milliseconds(10);
   while (sleep_for(tick)) {
     regions_->maintain();  // idle registrations released, missed ones registered again
-    for (auto& s : shards_)
-      for (auto& l : s->links) {
-        if (stopping()) return;
-        if (!l->up.load(std::memory_order_acquire) && mono_ns() >= l->next_attempt_ns)
-          try_connect(*s, *l);
-      }
+    for (auto& fc : carriers_) {
+      if (stopping()) return;
+      if (fc->failed.load(std::memory_order_acquire)) end_session(*fc);
+      if (!fc->up.load(std::memory_order_acquire) && mono_ns() >= fc->next_attempt_ns)
+        start_session(*fc);
+      if (fc->up.load(std::memory_order_acquire)) adjust_carriers(*fc);
+    }
   }
 }
 
-bool Leader::try_connect(Shard& s, Link& l) noexcept {
-  const auto& peer = options_.peers[l.follower];
-  // Exponential backoff: the first retry after reconnect_interval, then doubling up to
-  // reconnect_max_interval (validate() keeps it >= reconnect_interval). It starts again only
-  // after a connection made progress (the follower acknowledged records sent on it: see
-  // link_down()), not when one merely comes up: a peer that fails right after the handshake
-  // is retried ever more slowly, like one that refuses it, while a link that drops often but
-  // keeps delivering is reconnected at once.
-  const auto ns = [](std::chrono::milliseconds d) {
-    return static_cast<uint64_t>(d.count()) * 1'000'000;
-  };
-  if (l.proven.exchange(false, std::memory_order_acq_rel)) l.backoff_ns = 0;
-  l.backoff_ns = l.backoff_ns == 0
-                     ? ns(options_.reconnect_interval)
-                     : std::min(ns(options_.reconnect_max_interval), l.backoff_ns * 2);
-  l.next_attempt_ns = mono_ns() + l.backoff_ns;
+Result<std::unique_ptr<transport::Connection>> Leader::connect_carrier(FollowerCarriers& fc,
+                                                                       uint32_t k) noexcept {
   transport::ConnectionOptions co;
   co.node_id = options_.node_id;
   co.pre_shared_key = options_.pre_shared_key;
-  co.regions = {s.ack_target.remote()};
+  co.regions = {shards_.front()->ack_target.remote()};
   LeaderHello hello;
-  hello.shard = s.index;
+  hello.carrier = k;
+  hello.session = fc.session;
   hello.shard_count = options_.shards;
   hello.queue_depth = options_.queue_depth;
   hello.ring_bytes = options_.ring_bytes;
@@ -57,34 +46,132 @@ bool Leader::try_connect(Shard& s, Link& l) noexcept {
   // learns the connection is up, as on the follower's side.
   co.initial_recvs = options_.queue_depth + 4;
   co.connect_timeout = options_.connect_timeout;
+  return transport_->connect(options_.peers[fc.follower], co);
+}
 
-  auto report = [&](const std::string& msg) {
-    if (msg != l.last_error)
-      log::warn("rdmarepl leader: follower {} shard {}: {}", peer.to_string(), s.index, msg);
-    l.last_error = msg;
+bool Leader::start_session(FollowerCarriers& fc) noexcept {
+  const auto& peer = options_.peers[fc.follower];
+  // Exponential backoff: the first retry after reconnect_interval, then doubling up to
+  // reconnect_max_interval (validate() keeps it >= reconnect_interval). It starts again only
+  // after a session made progress (the follower acknowledged records sent in it: see
+  // link_down()), not when one merely comes up: a peer that fails right after the handshake
+  // is retried ever more slowly, like one that refuses it, while a follower that drops often
+  // but keeps receiving is reconnected at once.
+  const auto ns = [](std::chrono::milliseconds d) {
+    return static_cast<uint64_t>(d.count()) * 1'000'000;
   };
-  auto conn = transport_->connect(peer, co);
+  if (fc.proven.exchange(false, std::memory_order_acq_rel)) fc.backoff_ns = 0;
+  fc.backoff_ns = fc.backoff_ns == 0
+                      ? ns(options_.reconnect_interval)
+                      : std::min(ns(options_.reconnect_max_interval), fc.backoff_ns * 2);
+  fc.next_attempt_ns = mono_ns() + fc.backoff_ns;
+  auto report = [&](const std::string& msg) {
+    if (msg != fc.last_error) log::warn("rdmarepl leader: follower {}: {}", peer.to_string(), msg);
+    fc.last_error = msg;
+  };
+  ++fc.session;
+  auto conn = connect_carrier(fc, 0);
   if (!conn.ok()) {
     report(fmt::format("cannot connect ({}); retrying in {} ms (backing off to every {} ms)",
-                       conn.error().message(), l.backoff_ns / 1'000'000,
+                       conn.error().message(), fc.backoff_ns / 1'000'000,
                        options_.reconnect_max_interval.count()));
     return false;
   }
   const auto fh = parse_follower_hello((*conn)->peer().app_data, peer.to_string());
   Status st = check_hello(peer, (*conn)->peer(), fh);
-  if (st.ok()) {
-    std::lock_guard lock(s.mu);
-    if (closed_.load()) return false;
-    st = install(s, l, std::move(conn).value(), fh.value());
-  }
   if (!st.ok()) {
     report(st.error().message());
     return false;
   }
-  l.last_error.clear();
-  log::info("rdmarepl leader: connected to follower {} shard {} over {}", peer.to_string(), s.index,
-            transport_->name());
+  {
+    Carrier& c0 = *fc.slots[0];
+    std::lock_guard lock(c0.mu);
+    c0.conn = std::move(conn).value();
+    c0.inflight = 0;
+    c0.idle = false;
+    c0.up.store(true, std::memory_order_release);
+  }
+  fc.failed.store(false, std::memory_order_release);
+  for (auto& sp : shards_) {
+    std::lock_guard lock(sp->mu);
+    if (closed_.load()) return false;
+    st = install(*sp, *sp->links[fc.follower], fh.value());
+    if (!st.ok()) break;
+  }
+  if (!st.ok()) {
+    report(st.error().message());
+    fc.fail(st.error().message());
+    end_session(fc);
+    return false;
+  }
+  fc.up.store(true, std::memory_order_release);
+  fc.last_error.clear();
+  log::info("rdmarepl leader: connected to follower {} over {} (session {}, {} carrier(s))",
+            peer.to_string(), transport_->name(), fc.session,
+            fc.active.load(std::memory_order_relaxed));
   return true;
+}
+
+void Leader::end_session(FollowerCarriers& fc) noexcept {
+  const std::string why = fc.reason();
+  if (fc.up.load(std::memory_order_acquire))
+    log::warn(
+        "rdmarepl leader: follower {} ({}): connection dropped: {}; reconnecting and "
+        "resending what it has not acknowledged",
+        fc.follower, options_.peers[fc.follower].to_string(), why);
+  for (auto& sp : shards_) {
+    std::lock_guard lock(sp->mu);
+    link_down(*sp, *sp->links[fc.follower], why);
+  }
+  close_carriers(fc);
+  fc.up.store(false, std::memory_order_release);
+  fc.failed.store(false, std::memory_order_release);
+}
+
+void Leader::close_carriers(FollowerCarriers& fc) noexcept {
+  for (auto& c : fc.slots) {
+    std::lock_guard lock(c->mu);
+    c->up.store(false, std::memory_order_release);
+    if (c->conn) c->conn->close();
+    c->conn.reset();
+    c->inflight = 0;
+    c->idle = false;
+    c->users.store(0, std::memory_order_relaxed);
+  }
+}
+
+void Leader::adjust_carriers(FollowerCarriers& fc) noexcept {
+  const uint32_t n = fc.active.load(std::memory_order_acquire);
+  for (uint32_t k = 0; k < fc.slots.size(); ++k) {
+    Carrier& c = *fc.slots[k];
+    if (k >= n) {
+      // Beyond N: idle (pooled, still connected) once no shard posts on it any more.
+      if (c.up.load(std::memory_order_acquire) && !c.idle &&
+          c.users.load(std::memory_order_acquire) == 0)
+        c.idle = true;
+      continue;
+    }
+    if (c.up.load(std::memory_order_acquire)) {
+      if (c.idle) {
+        c.idle = false;
+        ChannelMetrics::add(metrics_.carriers_reused);
+      }
+      continue;
+    }
+    auto conn = connect_carrier(fc, k);
+    if (!conn.ok()) {
+      log::warn(
+          "rdmarepl leader: follower {}: carrier {} cannot connect ({}); its shards stay "
+          "on the other carriers",
+          options_.peers[fc.follower].to_string(), k, conn.error().message());
+      return;
+    }
+    std::lock_guard lock(c.mu);
+    c.conn = std::move(conn).value();
+    c.inflight = 0;
+    c.idle = false;
+    c.up.store(true, std::memory_order_release);
+  }
 }
 
 Status Leader::check_hello(const transport::Endpoint& peer, const transport::PeerInfo& info,
@@ -117,8 +204,7 @@ Status Leader::check_hello(const transport::Endpoint& peer, const transport::Pee
   return st;
 }
 
-Status Leader::install(Shard& s, Link& l, std::unique_ptr<transport::Connection> conn,
-                       const FollowerHello& hello) {
+Status Leader::install(Shard& s, Link& l, const FollowerHello& hello) {
   const auto& peer = options_.peers[l.follower];
   const uint64_t resume = hello.applied[s.index];
   const uint64_t sealed_last = s.sealed_last();
@@ -156,9 +242,13 @@ Status Leader::install(Shard& s, Link& l, std::unique_ptr<transport::Connection>
   // connection (if any) wrote to, which the follower may still be reading.
   const size_t gen = hello.generation[s.index];
   const size_t n = options_.shards;
-  l.ring = conn->peer().regions[gen * n + s.index];
-  l.large = conn->peer().regions[(kBufferGenerations + gen) * n + s.index];
-  l.conn = std::move(conn);
+  FollowerCarriers& fc = *carriers_[l.follower];
+  const auto& regions = fc.slots[0]->conn->peer().regions;
+  l.ring = regions[gen * n + s.index];
+  l.large = regions[(kBufferGenerations + gen) * n + s.index];
+  l.carrier = 0;
+  fc.slots[0]->users.fetch_add(1, std::memory_order_relaxed);
+  l.ack_in.store(0, std::memory_order_relaxed);
   l.reset_flow();
   l.next_send_bn = bn;
   l.wal_catchup = from_wal;

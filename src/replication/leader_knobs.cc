@@ -49,7 +49,7 @@ size_t Leader::progress_worker(uint32_t worker, uint32_t workers) noexcept {
   // worker w > 0 drives the shards i with i % workers == w. The per-shard lock is only
   // tried, so two workers never wait for each other.
   if (worker == 0) return progress();
-  size_t work = 0;
+  size_t work = poll_carriers(worker, workers);
   for (size_t i = worker; i < shards_.size(); i += workers) {
     Shard& s = *shards_[i];
     std::unique_lock lock(s.mu, std::try_to_lock);
@@ -67,10 +67,9 @@ void Leader::limit_engine_knobs(const tuning::Knobs& want, tuning::Knobs& eff) c
       kMinBatchBytes, std::min(max_live_batch_bytes(options_), window_batch_limit(options_)));
   eff.batch_bytes = std::clamp<uint64_t>(want.batch_bytes, kMinBatchBytes, batch_max);
   eff.flush_delay_us = std::min<uint32_t>(want.flush_delay_us, 1'000'000);
-  // Poller threads: at most one per shard; none to add in manual mode (the store polls).
-  eff.shards = options_.polling == PollingMode::manual
-                   ? 1
-                   : std::clamp<uint32_t>(want.shards, 1, options_.shards);
+  // Carriers per follower (and poller threads, except in manual mode where the store
+  // polls): at least one, at most one per shard.
+  eff.shards = std::clamp<uint32_t>(want.shards, 1, options_.shards);
   // The usable part of the retained windows, which were registered at create().
   const uint64_t per_shard_min =
       std::min<uint64_t>(options_.retain_bytes, min_window_bytes(options_, eff.batch_bytes));
@@ -85,6 +84,11 @@ void Leader::apply_engine_knobs(const tuning::Knobs& eff) noexcept {
   live_batch_bytes_.store(eff.batch_bytes, std::memory_order_relaxed);
   live_flush_ns_.store(uint64_t{eff.flush_delay_us} * 1000, std::memory_order_relaxed);
   window_limit_.store(eff.pool_bytes / options_.shards, std::memory_order_relaxed);
+  // N carriers per follower: each shard moves to carrier shard % N at its next batch once
+  // it has nothing in flight; the control thread connects new carriers (or takes them back
+  // from the pool) and pools the ones no shard uses any more (leader_carriers.h).
+  for (auto& fc : carriers_) fc->active.store(eff.shards, std::memory_order_release);
+  metrics_.carriers.store(eff.shards, std::memory_order_relaxed);
 }
 
 }  // namespace rdmarepl::replication::detail

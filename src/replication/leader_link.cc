@@ -11,6 +11,20 @@ namespace rdmarepl::replication::detail {
 Link::Post Link::post_batch(const transport::WriteRequest& bytes, bool large_batch,
                             uint64_t last_seq, uint64_t wr_id) noexcept {
   if (inflight_count + 2 >= inflight.size()) return Post::no_room;
+  // Acknowledgements carry 20 bits of a seq: never more records unacknowledged than that.
+  if (inflight_count > 0 &&
+      last_seq > acked_seq.load(std::memory_order_relaxed) + kMaxUnackedRecords)
+    return Post::no_room;
+  // A shard moves to the carrier it should be on only with nothing in flight (the follower
+  // acknowledged everything posted on the old one), so its batches arrive in order.
+  const uint32_t want = carriers->target(shard, carrier);
+  if (want != carrier) {
+    if (inflight_count > 0) return Post::no_room;
+    carriers->slots[carrier]->users.fetch_sub(1, std::memory_order_relaxed);
+    carriers->slots[want]->users.fetch_add(1, std::memory_order_relaxed);
+    carrier = want;
+    ChannelMetrics::add(carriers->metrics->carrier_moves);
+  }
   transport::WriteRequest wr = bytes;
   const uint64_t len = bytes.total_length();
   wr.wr_id = wr_id;
@@ -23,21 +37,30 @@ Link::Post Link::post_batch(const transport::WriteRequest& bytes, bool large_bat
     if (large_busy) return Post::no_room;
     wr.remote_addr = large.addr;
     wr.rkey = large.rkey;
-    wr.imm = make_imm(ImmKind::large_batch, 0);
+    wr.imm = make_imm(ImmKind::large_batch, shard, 0);
   } else {
     at = ring_space.where(len);
     if (!at) return Post::no_room;
     wr.remote_addr = ring.addr + *at;
     wr.rkey = ring.rkey;
-    wr.imm = make_imm(ImmKind::ring_batch, static_cast<uint32_t>(*at / kBatchAlign));
+    wr.imm = make_imm(ImmKind::ring_batch, shard, ring_imm_arg(*at));
   }
-  const auto st = conn->post_writes(std::span<const transport::WriteRequest>(&wr, 1));
-  if (st == transport::PostStatus::queue_full) return Post::queue_full;
-  if (st == transport::PostStatus::disconnected) return Post::disconnected;
-  if (st != transport::PostStatus::ok) return Post::refused;
+  Carrier& c = *carriers->slots[carrier];
+  {
+    std::lock_guard lock(c.mu);
+    if (!c.conn) return Post::disconnected;
+    // The follower posts queue_depth + 4 receives per connection, whatever shards it carries.
+    if (c.inflight + 2 >= carriers->queue_depth) return Post::no_room;
+    const auto st = c.conn->post_writes(std::span<const transport::WriteRequest>(&wr, 1));
+    if (st == transport::PostStatus::queue_full) return Post::queue_full;
+    if (st == transport::PostStatus::disconnected) return Post::disconnected;
+    if (st != transport::PostStatus::ok) return Post::refused;
+    ++c.inflight;
+  }
   InFlight f;
   f.last_seq = last_seq;
   f.large = large_batch;
+  f.carrier = carrier;
   if (large_batch)
     large_busy = true;
   else
@@ -48,6 +71,21 @@ Link::Post Link::post_batch(const transport::WriteRequest& bytes, bool large_bat
   return Post::posted;
 }
 
+transport::PostStatus Link::post_raw(transport::WriteRequest wr) noexcept {
+  wr.imm = make_imm(imm_kind(wr.imm), shard, imm_arg(wr.imm));
+  Carrier& c = *carriers->slots[carrier];
+  std::lock_guard lock(c.mu);
+  if (!c.conn) return transport::PostStatus::disconnected;
+  return c.conn->post_writes(std::span<const transport::WriteRequest>(&wr, 1));
+}
+
+std::string Link::failure() const {
+  Carrier& c = *carriers->slots[carrier];
+  std::lock_guard lock(c.mu);
+  if (!c.conn) return "the connection is closed";
+  return transport::failure_reason(*c.conn, transport::WcStatus::flushed);
+}
+
 void Link::retire(uint64_t seq) noexcept {
   while (inflight_count > 0 && inflight[inflight_head].last_seq <= seq) {
     const InFlight& f = inflight[inflight_head];
@@ -55,6 +93,11 @@ void Link::retire(uint64_t seq) noexcept {
       large_busy = false;
     else
       ring_space.release(f.ring_consumed);
+    {
+      Carrier& c = *carriers->slots[f.carrier];
+      std::lock_guard lock(c.mu);
+      if (c.inflight > 0) --c.inflight;
+    }
     inflight_head = (inflight_head + 1) % inflight.size();
     --inflight_count;
   }
@@ -65,6 +108,10 @@ void Link::reset_flow() noexcept {
   large_busy = false;
   stalled = false;
   ring_space.reset();
+}
+
+void Link::leave_carrier() noexcept {
+  carriers->slots[carrier]->users.fetch_sub(1, std::memory_order_relaxed);
 }
 
 }  // namespace rdmarepl::replication::detail

@@ -1,7 +1,9 @@
-// One follower as seen from one leader shard: its connection, the ring and large-record
-// buffer it writes to, the ring credits and the batches in flight, and its acknowledged seq.
-// Fields without atomics are guarded by the shard's lock. post_batch() is the one way a
-// batch reaches a follower, live from the retained window or read back from the log.
+// One follower as seen from one leader shard: the carrier (connection) it posts on, the ring
+// and large-record buffer it writes to, the ring credits and the batches in flight, and its
+// acknowledged seq. Fields without atomics are guarded by the shard's lock. post_batch() is
+// the one way a batch reaches a follower, live from the retained window or read back from
+// the log; it also moves the shard to another carrier (leader_carriers.h) when it has
+// nothing in flight.
 #pragma once
 
 #include <atomic>
@@ -10,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "leader_carriers.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/transport/transport.h"
 #include "ring_space.h"
@@ -20,11 +23,14 @@ struct InFlight {
   uint64_t last_seq = 0;
   uint64_t ring_consumed = 0;  // 0 for a batch in the large-record buffer
   bool large = false;
+  uint32_t carrier = 0;  // the carrier it was posted on
 };
 
 struct Link {
   uint32_t follower = 0;
-  std::unique_ptr<transport::Connection> conn;
+  uint32_t shard = 0;
+  FollowerCarriers* carriers = nullptr;  // the follower's carriers (outlive the link's use)
+  uint32_t carrier = 0;                  // the carrier it posts on (while up)
   transport::RemoteRegion ring;
   transport::RemoteRegion large;
   RingSpace ring_space;
@@ -47,23 +53,21 @@ struct Link {
   bool wal_catchup = false;
   uint64_t generation = 0;  // connections installed so far (a catch-up pass is per connection)
   // A checkpoint is being shipped on this connection (catch-up thread); the follower's
-  // replies to its chunks so far and the last one (poll_link()).
-  bool shipping = false;
-  uint32_t ship_replies = 0;
-  uint32_t ship_reply = 0;
-  // Control thread only.
-  uint64_t next_attempt_ns = 0;
-  uint64_t backoff_ns = 0;  // wait after the last attempt; 0 once a connection proved itself
+  // replies to its chunks so far and the last one (Leader::poll_carrier()).
+  // Written by the carrier's poller (no shard lock), read under the shard lock.
+  std::atomic<bool> shipping{false};
+  std::atomic<uint32_t> ship_replies{0};
+  std::atomic<uint32_t> ship_reply{0};
+  // The newest acknowledgement the carrier's poller saw for this link, not yet processed:
+  // kAckPresent | its 20-bit argument (0: none).
+  static constexpr uint32_t kAckPresent = 1u << 31;
+  std::atomic<uint32_t> ack_in{0};
   // Shard lock: whether the follower acknowledged records sent on this connection (its
   // acknowledged seq moved past the resume point).
   bool made_progress = false;
   // Shard lock: when the follower last answered on this connection (acknowledgement or
   // checkpoint reply; install counts as one), for ChannelOptions::ack_timeout.
   uint64_t heard_ns = 0;
-  // Set when a connection that made progress went down: the next attempt starts the backoff
-  // again from reconnect_interval (read by the control thread).
-  std::atomic<bool> proven{false};
-  std::string last_error;
 
   enum class Post : uint8_t {
     posted,
@@ -89,6 +93,11 @@ struct Link {
   // local_addr, length, lkey and extra ones); the rest of the request is filled in here.
   Post post_batch(const transport::WriteRequest& bytes, bool large_batch, uint64_t last_seq,
                   uint64_t wr_id) noexcept;
+  // Posts a request that is not a batch (a checkpoint chunk) on the link's carrier: the
+  // immediate's shard is filled in here.
+  transport::PostStatus post_raw(transport::WriteRequest wr) noexcept;
+  // Why the carrier failed (for a log line), after post_batch() said disconnected.
+  [[nodiscard]] std::string failure() const;
   // Whether the follower has batches in flight and answered nothing for more than
   // `limit_ns` (0: never). A connection shipping a checkpoint is exempt: the
   // catch-up thread bounds each chunk's wait itself.
@@ -100,6 +109,8 @@ struct Link {
   void retire(uint64_t seq) noexcept;
   // Forgets everything in flight and the ring arithmetic (a connection went or came).
   void reset_flow() noexcept;
+  // Leaves its carrier (the link goes down).
+  void leave_carrier() noexcept;
 };
 
 }  // namespace rdmarepl::replication::detail

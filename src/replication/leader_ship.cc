@@ -114,8 +114,8 @@ Status CatchUp::post_chunk(Pass& p, uint64_t bytes, uint64_t covers) {
   wr.lkey = p.s.staging.lkey();
   wr.remote_addr = p.l.large.addr;
   wr.rkey = p.l.large.rkey;
-  wr.imm = make_imm(ImmKind::checkpoint, 0);
-  const auto st = p.l.conn->post_writes(std::span<const transport::WriteRequest>(&wr, 1));
+  wr.imm = make_imm(ImmKind::checkpoint, p.s.index, 0);
+  const auto st = p.l.post_raw(wr);
   if (st != transport::PostStatus::ok) {
     host_.link_down(p.s, p.l, "a checkpoint chunk could not be posted");
     return closed_error();
@@ -133,9 +133,10 @@ Status CatchUp::await_reply(Pass& p, uint32_t replies, uint64_t offset, uint64_t
     {
       std::lock_guard lock(p.s.mu);
       Link& l = p.l;
-      if (over(l, p.generation)) return closed_error();
-      if (l.ship_replies >= replies) {
-        const auto reply = static_cast<ShipReply>(l.ship_reply);
+      if (l.ship_replies.load(std::memory_order_acquire) < replies && over(l, p.generation))
+        return closed_error();
+      if (l.ship_replies.load(std::memory_order_acquire) >= replies) {
+        const auto reply = static_cast<ShipReply>(l.ship_reply.load());
         if (reply == ShipReply::no_restore)
           return Error(Errc::unsupported,
                        fmt::format("follower {} refused the checkpoint: its store does not "
@@ -154,7 +155,7 @@ Status CatchUp::await_reply(Pass& p, uint32_t replies, uint64_t offset, uint64_t
           return Error(Errc::protocol_error,
                        fmt::format("protocol error: follower {} replied {} to checkpoint chunk "
                                    "at offset {}",
-                                   peer.to_string(), l.ship_reply, offset - len));
+                                   peer.to_string(), l.ship_reply.load(), offset - len));
         }
         if (offset == total) {
           l.shipping = false;
@@ -163,6 +164,9 @@ Status CatchUp::await_reply(Pass& p, uint32_t replies, uint64_t offset, uint64_t
           ChannelMetrics::add(metrics_.checkpoints_shipped);
           if (covers > l.acked_seq.load(std::memory_order_relaxed))
             l.acked_seq.store(covers, std::memory_order_release);
+          // The checkpoint replaced the follower's whole store: every shard resumes from its
+          // seqs, in a new session (the follower applies nothing more of this one).
+          l.carriers->fail("the follower installed a checkpoint; reconnecting from its seqs");
         }
         return ok_status();
       }

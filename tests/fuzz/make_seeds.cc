@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
 
   const fs::path h = root / "handshake";
   namespace rd = replication::detail;
-  const std::string leader = rd::encode(rd::LeaderHello{.shard = 1,
+  const std::string leader = rd::encode(rd::LeaderHello{.carrier = 1,
                                                         .shard_count = 4,
                                                         .queue_depth = 64,
                                                         .ring_bytes = 1 << 20,

@@ -55,25 +55,41 @@ static_assert(!ReadableStore<Snap>);
 static_assert(SnapshottableStore<Snap>);
 static_assert(!SnapshottableStore<GoodStore>);
 
-TEST_CASE("immediates carry kind and argument", "[imm]") {
+TEST_CASE("immediates carry kind, shard and argument", "[imm]") {
   for (auto kind : {ImmKind::ring_batch, ImmKind::large_batch, ImmKind::ack}) {
-    for (uint32_t arg : {0u, 1u, 12345u, kImmArgMask}) {
-      const uint32_t imm = make_imm(kind, arg);
-      CHECK(imm_kind(imm) == kind);
-      CHECK(imm_arg(imm) == arg);
+    for (uint32_t shard : {0u, 1u, 517u, kImmShardMask}) {
+      for (uint32_t arg : {0u, 1u, 12345u, kImmArgMask}) {
+        const uint32_t imm = make_imm(kind, shard, arg);
+        CHECK(imm_kind(imm) == kind);
+        CHECK(imm_shard(imm) == shard);
+        CHECK(imm_arg(imm) == arg);
+      }
     }
   }
-  CHECK(imm_arg(make_imm(ImmKind::ack, kImmArgMask + 5)) == 4);  // only the low 30 bits travel
+  CHECK(imm_arg(make_imm(ImmKind::ack, 3, kImmArgMask + 5)) == 4);  // only the low 20 bits travel
+  CHECK(imm_shard(make_imm(ImmKind::ack, 3, kImmArgMask + 5)) == 3);
 }
 
-TEST_CASE("a 30-bit seq widens back to the full seq near the reference", "[imm]") {
+TEST_CASE("a ring offset travels as 'at 0' or as a check of the cursor", "[imm]") {
+  CHECK(ring_imm_arg(0) == kRingAtZero);
+  CHECK(ring_imm_matches(ring_imm_arg(0), 0));
+  for (uint64_t off : {uint64_t{8}, uint64_t{4096}, uint64_t{4} << 20, uint64_t{5} << 30}) {
+    INFO("offset " << off);
+    CHECK(ring_imm_matches(ring_imm_arg(off), off));
+    CHECK_FALSE(ring_imm_matches(ring_imm_arg(off), off + 8));
+    CHECK_FALSE(ring_imm_matches(ring_imm_arg(off), 0));
+  }
+  // A multiple of 4 MiB has low bits 0 but is still told apart from a wrap to 0.
+  CHECK_FALSE(ring_imm_matches(ring_imm_arg(uint64_t{4} << 20), 0));
+}
+
+TEST_CASE("a 20-bit seq widens back to the full seq at or after the last acknowledged", "[imm]") {
   const uint64_t span = uint64_t{1} << kImmArgBits;
-  for (uint64_t ref : {uint64_t{0}, uint64_t{5}, span - 3, span, span + 7, 5 * span + 100}) {
-    for (int64_t delta : {0, 1, 1000, 100000, -1, -50}) {
-      if (delta < 0 && static_cast<uint64_t>(-delta) > ref) continue;
-      const uint64_t seq = ref + static_cast<uint64_t>(delta);
-      INFO("ref " << ref << " delta " << delta);
-      CHECK(widen_seq(static_cast<uint32_t>(seq & kImmArgMask), ref) == seq);
+  for (uint64_t acked : {uint64_t{0}, uint64_t{5}, span - 3, span, span + 7, 5 * span + 100}) {
+    for (uint64_t delta : {uint64_t{0}, uint64_t{1}, uint64_t{1000}, kMaxUnackedRecords}) {
+      const uint64_t seq = acked + delta;
+      INFO("acked " << acked << " delta " << delta);
+      CHECK(widen_seq(static_cast<uint32_t>(seq & kImmArgMask), acked) == seq);
     }
   }
 }
@@ -167,10 +183,11 @@ TEST_CASE("options validation names the field and the fix", "[options]") {
 
 TEST_CASE("handshake payloads round-trip and reject garbage", "[hello]") {
   using namespace rdmarepl::replication::detail;
-  LeaderHello lh{3, 8, 256, 1 << 22, 1 << 24};
+  LeaderHello lh{3, 0x5eed, 8, 256, 1 << 22, 1 << 24};
   auto l = parse_leader_hello(encode(lh), "peer");
   REQUIRE(l.ok());
-  CHECK(l->shard == 3);
+  CHECK(l->carrier == 3);
+  CHECK(l->session == 0x5eed);
   CHECK(l->shard_count == 8);
   CHECK(l->queue_depth == 256);
   CHECK(l->ring_bytes == (1u << 22));
@@ -194,8 +211,21 @@ TEST_CASE("handshake payloads round-trip and reject garbage", "[hello]") {
   bytes[0] = 'X';
   CHECK(parse_leader_hello(bytes, "peer").error().is(rdmarepl::Errc::protocol_error));
   CHECK_FALSE(parse_leader_hello(encode(lh).substr(1), "peer").ok());
-  LeaderHello out_of_range{9, 8, 1, 1, 1};
+  LeaderHello out_of_range{9, 1, 8, 1, 1, 1};  // more carriers than shards
   CHECK_FALSE(parse_leader_hello(encode(out_of_range), "peer").ok());
+  // A peer of wire version 2 (one connection per shard, no shard in the immediate) is
+  // refused by both sides, with the versions in the message.
+  auto old_leader = encode(lh);
+  auto old_follower = encode(fh);
+  old_leader[5] = old_follower[5] = 2;
+  auto old_l = parse_leader_hello(old_leader, "peer");
+  auto old_f = parse_follower_hello(old_follower, "peer");
+  REQUIRE_FALSE(old_l.ok());
+  REQUIRE_FALSE(old_f.ok());
+  for (const rdmarepl::Error& e : {old_l.error(), old_f.error()}) {
+    CHECK(e.is(rdmarepl::Errc::protocol_error));
+    CHECK(e.message().find("version 2 (this build speaks 3)") != std::string::npos);
+  }
   auto fb = encode(fh);
   fb.pop_back();
   CHECK_FALSE(parse_follower_hello(fb, "peer").ok());

@@ -180,7 +180,8 @@ TEST_CASE("apply_knobs limits the knobs to what the leader can do and counts cha
   CHECK(closed.error().message().find("closed") != std::string::npos);
 }
 
-TEST_CASE("a manual-polling leader keeps one worker and its polling mode", "[knobs]") {
+TEST_CASE("a manual-polling leader keeps its polling mode, the QP knob sets its carriers",
+          "[knobs]") {
   auto fabric = std::make_shared<LoopbackFabric>();
   auto o = base_options();
   o.polling = PollingMode::manual;
@@ -194,7 +195,9 @@ TEST_CASE("a manual-polling leader keeps one worker and its polling mode", "[kno
   k.poll_mode = tuning::PollingMode::blocking;
   k.flush_delay_us = 10;
   REQUIRE((*leader)->apply_knobs(k).ok());
-  CHECK((*leader)->knobs().shards == 1);
+  CHECK((*leader)->knobs().shards == 3);  // carriers per follower; no poller threads start
+  CHECK((*leader)->metrics().carriers == 3);
+  CHECK((*leader)->metrics().worker_changes == 0);
   CHECK((*leader)->knobs().poll_mode == tuning::PollingMode::busy);
   CHECK((*leader)->knobs().flush_delay_us == 10);
 }
@@ -554,4 +557,97 @@ TEST_CASE("a logged batch larger than the options allow fails catch-up with a cl
                       "options that wrote the log"));
   CHECK((*follower)->applied_seq(0) == 0);
   CHECK(fstore.size() == 0);
+}
+
+// The QP-count knob over TCP: eight shards carried by N connections per follower, N moved up
+// and down while two writers load the channel. Shards move between connections only with
+// nothing in flight, so every record arrives once and in key order, no session restarts,
+// and connections left idle when N shrinks are taken back from the pool when it grows.
+TEST_CASE("the QP knob moves shards between carriers under load over TCP", "[knobs][carriers]") {
+  ChannelOptions o = test::loopback_options();
+  o.transport = TransportKind::tcp;
+  o.shards = 8;
+  o.max_value_bytes = 4096;
+  o.retain_bytes = 4 << 20;
+  o.ack_mode = AckMode::all;
+  auto fo = o;
+  fo.role = Role::follower;
+  fo.listen = {"127.0.0.1", 0};
+  fo.allow_unauthenticated = true;  // only this process connects to it
+  fo.node_id = "follower";
+  GatedStore fstore;
+  auto follower = Channel<GatedStore>::create(fo, fstore);
+  INFO((follower.ok() ? std::string() : follower.error().message()));
+  REQUIRE(follower.ok());
+  auto lo = o;
+  lo.role = Role::leader;
+  lo.node_id = "leader";
+  lo.peers = {(*follower)->local_endpoint()};
+  MapStore lstore;
+  auto leader = Channel<MapStore>::create(lo, lstore);
+  INFO((leader.ok() ? std::string() : leader.error().message()));
+  REQUIRE(leader.ok());
+  auto& ch = **leader;
+
+  constexpr int kWriters = 2;
+  constexpr int kKeys = 64;  // per writer
+  std::atomic<bool> stop{false};
+  std::vector<std::map<std::string, uint64_t>> counters(kWriters);
+  std::vector<std::map<std::string, std::string>> values(kWriters);
+  std::atomic<uint64_t> failures{0};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w)
+    writers.emplace_back([&, w] {
+      for (uint64_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+        const std::string key = "w" + std::to_string(w) + "k" + std::to_string(i % kKeys);
+        const uint64_t n = ++counters[static_cast<size_t>(w)][key];
+        std::string value = std::to_string(n) + ":";
+        value.append(16 + i % 200, static_cast<char>('a' + n % 26));
+        if (!ch.replicate(key, value).ok()) failures.fetch_add(1);
+        values[static_cast<size_t>(w)][key] = std::move(value);
+      }
+    });
+  const auto t0 = std::chrono::steady_clock::now();
+  for (uint32_t n : {4u, 8u, 2u, 6u, 1u, 3u, 8u, 1u}) {
+    tuning::Knobs k = ch.knobs();
+    k.shards = n;
+    REQUIRE(ch.apply_knobs(k).ok());
+    CHECK(ch.knobs().shards == n);
+    CHECK(ch.metrics().carriers == n);
+    std::this_thread::sleep_for(150ms);
+  }
+  stop = true;
+  for (auto& t : writers) t.join();
+  ch.flush();
+  REQUIRE(ch.wait_all_acked(30s).ok());
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  std::map<std::string, uint64_t> expected_last;
+  std::map<std::string, std::string> expected_data;
+  uint64_t total = 0;
+  for (int w = 0; w < kWriters; ++w) {
+    for (const auto& [key, n] : counters[static_cast<size_t>(w)]) {
+      expected_last[key] = n;
+      total += n;
+    }
+    expected_data.insert(values[static_cast<size_t>(w)].begin(),
+                         values[static_cast<size_t>(w)].end());
+  }
+  const auto m = ch.metrics();
+  WARN("carriers: " << total << " records in " << secs << " s, " << m.carrier_moves
+                    << " shard moves, " << m.carriers_reused << " carriers reused");
+  CHECK(failures == 0);
+  {
+    std::lock_guard lock(fstore.order.mu);
+    INFO(fstore.order.first_violation);
+    CHECK(fstore.order.violations == 0);
+    CHECK(fstore.order.applied == total);
+    CHECK(fstore.order.last == expected_last);
+  }
+  CHECK(fstore.map.digest() == MapStore::digest_of(expected_data));
+  CHECK(m.reconnects == 0);  // moves never restarted the session
+  CHECK(m.protocol_errors == 0);
+  CHECK(m.carrier_moves >= 8);    // every shard moved at least once
+  CHECK(m.carriers_reused >= 1);  // 8 -> 2 pooled six carriers, 2 -> 6 took four back
+  CHECK((*follower)->metrics().protocol_errors == 0);
 }

@@ -76,13 +76,13 @@ class ForgedFollower {
     conn_.reset();
   }
 
-  // Acknowledges `seq` on the accepted connection.
+  // Acknowledges `seq` of shard 0 on the accepted connection.
   void ack(uint64_t seq) {
     transport::WriteRequest w;
     const auto& target = conn_->peer().regions.front();
     w.remote_addr = target.addr;
     w.rkey = target.rkey;
-    w.imm = replication::make_imm(replication::ImmKind::ack, static_cast<uint32_t>(seq));
+    w.imm = replication::make_imm(replication::ImmKind::ack, 0, static_cast<uint32_t>(seq));
     REQUIRE(conn_->post_writes(std::span<const transport::WriteRequest>(&w, 1)) ==
             transport::PostStatus::ok);
   }

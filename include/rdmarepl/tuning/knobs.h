@@ -13,9 +13,14 @@ namespace rdmarepl::tuning {
 // The settings in force on a replication channel. The channel applies a new set at a batch
 // boundary; nothing here is read on the data path except by that one copy.
 struct Knobs {
-  uint64_t batch_bytes = 64 * 1024;           // a batch is sent when it reaches this size ...
-  uint32_t flush_delay_us = 50;               // ... or when its oldest record is this old
-  uint32_t shards = 2;                        // active shards = QPs = sync worker threads
+  uint64_t batch_bytes = 64 * 1024;  // a batch is sent when it reaches this size ...
+  uint32_t flush_delay_us = 50;      // ... or when its oldest record is this old
+  // The QP-count knob. On a leader channel: N, the connections (QPs on verbs, sockets on
+  // TCP: "carriers") per follower that the fixed ChannelOptions::shards shards are spread
+  // over (shard i on carrier i % N, moved only with nothing in flight), and the number of
+  // poller threads (none in PollingMode::manual). It never changes the key -> shard mapping.
+  // See docs/replication.md, "Carriers".
+  uint32_t shards = 2;
   PollingMode poll_mode = PollingMode::busy;  // busy, sleep or blocking
   uint32_t poll_interval_us = 10;             // sleep/blocking: the longest idle wait
   uint64_t pool_bytes = 64ull << 20;          // pre-registered pool size

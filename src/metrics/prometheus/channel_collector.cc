@@ -170,7 +170,7 @@ void ChannelCollector::add_knobs(const tuning::Knobs& k, std::vector<MetricFamil
   one("rdmarepl_knob_flush_delay_seconds",
       "knob in force: a batch is sent when its oldest record is this old", "seconds",
       static_cast<double>(k.flush_delay_us) * 1e-6);
-  one("rdmarepl_knob_shards", "knob in force: active shards (poller threads)", "shards",
+  one("rdmarepl_knob_shards", "knob in force: carriers per follower (and poller threads)", "shards",
       static_cast<double>(k.shards));
   one("rdmarepl_knob_poll_interval_seconds",
       "knob in force: the longest idle wait of a sleeping or blocking poller", "seconds",

@@ -1,0 +1,75 @@
+// The connections that carry one follower's shards ("carriers": a QP on verbs, a socket on
+// TCP). A fixed set of shards is carried by N active carriers per follower, where N is the
+// live QP-count knob (tuning::Knobs::shards): shard i prefers carrier i % N and moves there
+// only with nothing in flight (Link::post_batch), so its batches stay in order. Carriers at
+// N and above that no shard uses any more go idle but stay connected, in the pool, and are
+// taken again when N grows. All carriers of a follower share one session (one handshake,
+// one set of resume points and buffer generations): when one fails, the session ends and
+// the control thread starts a new one. See docs/replication.md, "Carriers".
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "rdmarepl/replication/channel_metrics.h"
+#include "rdmarepl/transport/transport.h"
+
+namespace rdmarepl::replication::detail {
+
+struct Carrier {
+  // Guards conn (set and closed by the control thread) and its data path: posting, polling,
+  // re-posting receives and waiting. Taken after a shard lock, never before one.
+  std::mutex mu;
+  std::unique_ptr<transport::Connection> conn;
+  std::atomic<bool> up{false};
+  uint32_t inflight = 0;           // mu: batches posted on it, not yet acknowledged
+  std::atomic<uint32_t> users{0};  // links whose current carrier this is
+  bool idle = false;               // control thread: in the pool (at or above N, unused)
+};
+
+struct FollowerCarriers {
+  uint32_t follower = 0;
+  ChannelMetrics* metrics = nullptr;
+  uint32_t queue_depth = 0;  // batches a follower takes per connection (it posts more receives)
+  std::vector<std::unique_ptr<Carrier>> slots;  // ChannelOptions::shards of them at most
+  std::atomic<uint32_t> active{1};              // N: carriers shards are spread over
+  std::atomic<bool> up{false};                  // a session is established
+  std::atomic<bool> failed{false};              // the session is over: its links go down
+  std::mutex why_mu;
+  std::string why;       // why_mu: what ended the session
+  uint32_t session = 0;  // control thread: the session id the hellos carry
+  // Control thread: reconnect backoff (see Leader::start_session()).
+  uint64_t next_attempt_ns = 0;
+  uint64_t backoff_ns = 0;
+  std::string last_error;
+  // Set when a session in which a link made progress ended: the next attempt starts the
+  // backoff again from reconnect_interval.
+  std::atomic<bool> proven{false};
+
+  // The carrier a shard should post on now: shard % N when that one is up, else the one it
+  // is on when that is still active and up, else carrier 0.
+  [[nodiscard]] uint32_t target(uint32_t shard, uint32_t current) const noexcept {
+    const uint32_t n = active.load(std::memory_order_relaxed);
+    const uint32_t want = shard % n;
+    if (slots[want]->up.load(std::memory_order_acquire)) return want;
+    if (current < n && slots[current]->up.load(std::memory_order_acquire)) return current;
+    return 0;
+  }
+  // Ends the session (first reason wins); the control thread tears it down.
+  void fail(std::string_view reason) {
+    std::lock_guard lock(why_mu);
+    if (failed.load(std::memory_order_relaxed)) return;
+    why = std::string(reason);
+    failed.store(true, std::memory_order_release);
+  }
+  [[nodiscard]] std::string reason() {
+    std::lock_guard lock(why_mu);
+    return why;
+  }
+};
+
+}  // namespace rdmarepl::replication::detail
