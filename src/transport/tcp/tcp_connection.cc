@@ -177,7 +177,7 @@ Status TcpConnection::wait(std::chrono::milliseconds timeout) {
   if (cq_head_ != cq_tail_) return ok_status();
   if (!healthy() || !fd_.valid()) return error_;
   short events = POLLIN;
-  if (sq_sent_ < sq_posted_ || ctl_pending_) events |= POLLOUT;
+  if (sq_sent_ < sq_posted_ || ctl_pending_ || rsp_head_ < rsp_tail_) events |= POLLOUT;
   auto deadline = Deadline::after(timeout);
   for (;;) {
     pollfd p{fd_.get(), events, 0};
