@@ -183,7 +183,7 @@ Status ReadClient::Impl::run(std::span<const std::string_view> keys, const Consi
   h.wait_ms = static_cast<uint32_t>(c.kind == Consistency::Kind::at_least ? c.wait.count() : 0);
   const Deadline deadline =
       Deadline::after(options.request_timeout + std::chrono::milliseconds(h.wait_ms));
-  int idle = 0;
+  uint64_t last_progress = mono_ns();
   while (!todo.empty() || !flying.empty()) {
     while (!todo.empty()) {
       bool any_live = false;
@@ -234,8 +234,10 @@ Status ReadClient::Impl::run(std::span<const std::string_view> keys, const Consi
                    fmt::format("{} read messages got no response within {} ms; the replicas are "
                                "overloaded or gone",
                                flying.size() + todo.size(), options.request_timeout.count()));
-    idle = got > 0 ? 0 : idle + 1;
-    if (idle > 1000) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    // Spin for the first 200 us of a wait, then poll every 10 us.
+    const uint64_t now = mono_ns();
+    if (got > 0) last_progress = now;
+    if (now - last_progress > 200'000) std::this_thread::sleep_for(std::chrono::microseconds(10));
   }
   return ok_status();
 }

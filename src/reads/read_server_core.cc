@@ -17,8 +17,9 @@ namespace rdmarepl::reads {
 namespace {
 
 constexpr auto kAcceptSlice = std::chrono::milliseconds(100);
-// Idle rounds of the serving thread before it sleeps between rounds.
-constexpr int kSpinRounds = 2000;
+// The serving thread spins while requests came within the last kSpinNs, then sleeps
+// kIdleSleep between rounds.
+constexpr uint64_t kSpinNs = 2'000'000;
 constexpr auto kIdleSleep = std::chrono::microseconds(50);
 
 class ServerImpl final : public ReadServerCore {
@@ -104,7 +105,7 @@ class ServerImpl final : public ReadServerCore {
   void serve_loop() {
     std::vector<std::unique_ptr<ServerConnection>> live;
     ServeCounters c;
-    int idle = 0;
+    uint64_t last_work = mono_ns();
     while (!stop_.load(std::memory_order_relaxed)) {
       {
         std::lock_guard lock(mu_);
@@ -128,8 +129,8 @@ class ServerImpl final : public ReadServerCore {
       keys_.store(c.keys, std::memory_order_relaxed);
       bad_.store(c.bad_requests, std::memory_order_relaxed);
       behind_.store(c.behind, std::memory_order_relaxed);
-      idle = work > 0 ? 0 : idle + 1;
-      if (idle > kSpinRounds) std::this_thread::sleep_for(kIdleSleep);
+      if (work > 0) last_work = now;
+      if (now - last_work > kSpinNs) std::this_thread::sleep_for(kIdleSleep);
     }
     for (auto& s : live) s->connection().close();
   }
