@@ -166,12 +166,7 @@ bool read(Shared& s, reads::ReadClient& client, uint64_t i,
   return true;
 }
 
-void client_thread(Shared& s, uint32_t t) {
-  auto client = reads::ReadClient::connect(s.cluster.client_options);
-  if (!client.ok()) {
-    fmt::print(stderr, "ycsb: client {}: {}\n", t, client.error().message());
-    return;
-  }
+void client_thread(Shared& s, uint32_t t, reads::ReadClient& client) {
   std::mt19937_64 rng(s.o.seed * 7919 + t);
   std::uniform_real_distribution<double> pick(0, 1);
   std::unordered_map<uint64_t, std::pair<replication::Ticket, uint64_t>> mine;
@@ -194,7 +189,7 @@ void client_thread(Shared& s, uint32_t t) {
     const uint64_t start = mono_ns();
     const Mix& m = s.o.mix;
     if (p < m.read) {
-      const bool ok = read(s, **client, s.chooser.next(rng, s.inserted.load()), mine);
+      const bool ok = read(s, client, s.chooser.next(rng, s.inserted.load()), mine);
       s.read.record(mono_ns() - start);
       if (!ok) ++s.read_fail;
     } else if (p < m.read + m.update) {
@@ -211,7 +206,7 @@ void client_thread(Shared& s, uint32_t t) {
       if (!ok) ++s.insert_fail;
     } else {
       const uint64_t i = s.chooser.next(rng, s.inserted.load());
-      const bool ok = read(s, **client, i, mine) && own_write(i);
+      const bool ok = read(s, client, i, mine) && own_write(i);
       s.rmw.record(mono_ns() - start);
       if (!ok) ++s.rmw_fail;
     }
@@ -227,10 +222,18 @@ Result<RunResult> run(const RunOptions& o) {
   for (uint64_t i = 0; i < o.record_count; ++i) (void)write(s, i);
   s.inserted = o.record_count;
   RDMAREPL_TRY((*cluster)->leader->wait_all_acked(std::chrono::seconds(120)));
+  // Clients connect (and register their buffers) before the clock starts.
+  std::vector<std::unique_ptr<reads::ReadClient>> clients;
+  for (uint32_t t = 0; t < o.threads; ++t) {
+    auto c = reads::ReadClient::connect((*cluster)->client_options);
+    if (!c.ok()) return std::move(c).error();
+    clients.push_back(std::move(*c));
+  }
   const double cpu0 = cpu_now();
   const uint64_t t0 = mono_ns();
   std::vector<std::thread> threads;
-  for (uint32_t t = 0; t < o.threads; ++t) threads.emplace_back([&, t] { client_thread(s, t); });
+  for (uint32_t t = 0; t < o.threads; ++t)
+    threads.emplace_back([&, t] { client_thread(s, t, *clients[t]); });
   for (auto& t : threads) t.join();
   RunResult r;
   r.seconds = static_cast<double>(mono_ns() - t0) * 1e-9;

@@ -234,10 +234,18 @@ Status ReadClient::Impl::run(std::span<const std::string_view> keys, const Consi
                    fmt::format("{} read messages got no response within {} ms; the replicas are "
                                "overloaded or gone",
                                flying.size() + todo.size(), options.request_timeout.count()));
-    // Spin for the first 200 us of a wait, then poll every 10 us.
+    // Spin for the first 50 us of a wait, then block in the transport's wait() on a replica
+    // with messages outstanding (so that idle clients leave the cores to the replicas).
     const uint64_t now = mono_ns();
     if (got > 0) last_progress = now;
-    if (now - last_progress > 200'000) std::this_thread::sleep_for(std::chrono::microseconds(10));
+    if (now - last_progress > 50'000) {
+      auto busy = std::find_if(replicas.begin(), replicas.end(),
+                               [](const Replica& x) { return x.link && x.link->in_flight() > 0; });
+      if (busy != replicas.end())
+        busy->link->wait(std::chrono::milliseconds(1));
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(10));
+    }
   }
   return ok_status();
 }

@@ -17,10 +17,12 @@ namespace rdmarepl::reads {
 namespace {
 
 constexpr auto kAcceptSlice = std::chrono::milliseconds(100);
-// The serving thread spins while requests came within the last kSpinNs, then sleeps
+// The serving thread spins while requests came within the last kSpinNs; then, with one
+// client, it blocks in that connection's wait() (up to kIdleWait), with more it sleeps
 // kIdleSleep between rounds.
-constexpr uint64_t kSpinNs = 2'000'000;
-constexpr auto kIdleSleep = std::chrono::microseconds(50);
+constexpr uint64_t kSpinNs = 200'000;
+constexpr auto kIdleSleep = std::chrono::microseconds(20);
+constexpr auto kIdleWait = std::chrono::milliseconds(1);
 
 class ServerImpl final : public ReadServerCore {
  public:
@@ -130,7 +132,12 @@ class ServerImpl final : public ReadServerCore {
       bad_.store(c.bad_requests, std::memory_order_relaxed);
       behind_.store(c.behind, std::memory_order_relaxed);
       if (work > 0) last_work = now;
-      if (now - last_work > kSpinNs) std::this_thread::sleep_for(kIdleSleep);
+      if (now - last_work > kSpinNs) {
+        if (live.size() == 1)
+          (void)live[0]->connection().wait(kIdleWait);
+        else
+          std::this_thread::sleep_for(kIdleSleep);
+      }
     }
     for (auto& s : live) s->connection().close();
   }

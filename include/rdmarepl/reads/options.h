@@ -21,7 +21,7 @@ struct ReadServerOptions {
   bool leader = false;         // this server answers Consistency::leader reads
   uint32_t queue_depth = 16;   // requests one client connection may have in flight
   uint32_t max_request_bytes = 64 * 1024;
-  uint32_t max_response_bytes = 1024 * 1024;
+  uint32_t max_response_bytes = 256 * 1024;
   uint32_t max_connections = 64;
   // Cap on how long an at_least read may wait for the replica to catch up.
   std::chrono::milliseconds max_wait{2000};
