@@ -8,6 +8,7 @@
 #include <memory>
 #include <shared_mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rdmarepl/rdmarepl.h"
@@ -43,6 +44,14 @@ struct SharedMapStore {
 };
 
 using ReadChannel = ReplicationChannel<SharedMapStore>;
+
+// A server publishes its counters after the round that sent the response: wait for them.
+template <class Pred>
+bool eventually(Pred pred) {
+  for (int i = 0; i < 5000 && !pred(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return pred();
+}
 
 struct ReadCluster {
   ChannelOptions options;
