@@ -65,9 +65,8 @@ TEST_CASE("reads: values larger than one response come back over several", "[rea
   auto got = client->get(ask);
   REQUIRE(got.ok());
   for (int i = 0; i < 20; ++i) CHECK((*got)[size_t(i)].value == value_of(i, 16 * 1024));
-  CHECK(test::eventually([&] {
-    return c.servers[0]->stats().requests >= 6;
-  }));  // at most 3 values of 16 KiB per 64 KiB
+  // At most 3 values of 16 KiB fit in a 64 KiB response.
+  CHECK(test::eventually([&] { return c.servers[0]->stats().requests >= 6; }));
 }
 
 TEST_CASE("reads: at_least waits for the ticket or answers how far behind", "[reads]") {
