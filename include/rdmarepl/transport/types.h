@@ -122,8 +122,9 @@ struct WriteRequest {
 // One two-sided Send: `length` bytes from local memory (covered by `lkey`) go to the peer,
 // which consumes its oldest posted receive: the bytes land in that receive's buffer and its
 // completion (WcOpcode::recv) carries the byte count. A receive whose buffer is too small
-// completes with local_length_error at the peer and fails the connection (the requester
-// sees remote_invalid_request). Zero-length sends are allowed.
+// completes with local_length_error at the peer (Soft-RoCE reports local_qp_error) and
+// fails the connection (the requester's send does not succeed). Zero-length sends are
+// allowed.
 struct SendRequest {
   uint64_t wr_id = 0;
   const void* local_addr = nullptr;
