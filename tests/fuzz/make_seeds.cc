@@ -1,7 +1,7 @@
 // Writes the seed inputs of the wal_frame_reader, replication_batch, handshake and
-// checkpoint_chunk fuzz targets with the real encoders (the WAL's segment and frame header
-// encoders around BatchBuilder batches, serialize_hello, the replication hello encoders,
-// encode_chunk_header), so the seeds are valid messages of the current format:
+// checkpoint_chunk and read_request fuzz targets with the real encoders (the WAL's segment and
+// frame header encoders around BatchBuilder batches, serialize_hello, the replication hello
+// encoders, encode_chunk_header), so the seeds are valid messages of the current format:
 //
 //   cmake --build build-fuzz --target make_seeds && build-fuzz/make_seeds tests/fuzz/corpus
 //
@@ -19,6 +19,7 @@
 
 #include "rdmarepl/replication/detail/batch_format.h"
 #include "rdmarepl/wal/format.h"
+#include "reads/read_format.h"
 #include "replication/checkpoint_ship.h"
 #include "replication/hello.h"
 #include "transport/bootstrap/hello.h"
@@ -213,6 +214,37 @@ int main(int argc, char** argv) {
       "whole_in_one",
       rd::ChunkHeader{
           .flags = rd::kChunkLast, .id = 1, .total = 40, .offset = 0, .length = 40, .crc = 7});
+
+  const fs::path r = root / "read_request";
+  auto request = [&](const std::string& name, const reads::RequestHeader& rh,
+                     std::vector<std::string_view> keys) {
+    std::vector<uint8_t> bytes(reads::request_size(keys));
+    return reads::encode_request(rh, keys, bytes) == bytes.size() &&
+           write(r, name, 0, bytes.data(), bytes.size());
+  };
+  ok &= request("any_one_key", reads::RequestHeader{.request_id = 1, .count = 1}, {"user:1"});
+  ok &= request("at_least_three_keys",
+                reads::RequestHeader{.request_id = 7,
+                                     .count = 3,
+                                     .kind = reads::Consistency::Kind::at_least,
+                                     .shard = 2,
+                                     .min_seq = 4711,
+                                     .wait_ms = 50},
+                {"a", "", "key-3"});
+  ok &= request(
+      "leader",
+      reads::RequestHeader{.request_id = 9, .count = 1, .kind = reads::Consistency::Kind::leader},
+      {"k"});
+  std::vector<uint8_t> resp(256);
+  reads::ResponseWriter w(resp);
+  w.add(reads::EntryStatus::found, "value-1");
+  w.add(reads::EntryStatus::not_found, {});
+  w.add(reads::EntryStatus::retry, {});
+  ok &=
+      write(r, "response_three_entries", 1, resp.data(), w.finish(7, reads::ResponseStatus::ok, 0));
+  reads::ResponseWriter behind(resp);
+  ok &= write(r, "response_behind", 1, resp.data(),
+              behind.finish(8, reads::ResponseStatus::behind, 1000));
 
   if (!ok) {
     std::fprintf(stderr, "make_seeds: could not write the seeds under %s\n", argv[1]);

@@ -18,13 +18,16 @@ rdmarepl_fuzz_target(NAME handshake LAYERS core
   SOURCES src/transport/bootstrap/hello.cc src/replication/hello.cc)
 rdmarepl_fuzz_target(NAME checkpoint_chunk LAYERS core
   SOURCES src/replication/checkpoint_ship.cc)
+rdmarepl_fuzz_target(NAME read_request LAYERS core
+  SOURCES src/reads/read_format.cc)
 
 # Writes the seeds of replication_batch, handshake and checkpoint_chunk with the real encoders (not a fuzz
 # target): cmake --build <fuzz build> --target make_seeds && <fuzz build>/make_seeds
 # tests/fuzz/corpus
 add_executable(make_seeds ${RDMAREPL_ROOT}/tests/fuzz/make_seeds.cc
   ${RDMAREPL_ROOT}/src/replication/batch_format.cc ${RDMAREPL_ROOT}/src/transport/bootstrap/hello.cc
-  ${RDMAREPL_ROOT}/src/replication/hello.cc ${RDMAREPL_ROOT}/src/replication/checkpoint_ship.cc)
+  ${RDMAREPL_ROOT}/src/replication/hello.cc ${RDMAREPL_ROOT}/src/replication/checkpoint_ship.cc
+  ${RDMAREPL_ROOT}/src/reads/read_format.cc)
 target_include_directories(make_seeds PRIVATE ${RDMAREPL_ROOT}/src)
 rdmarepl_fuzz_layers_lib(make_seeds_lib core)
 target_link_libraries(make_seeds PRIVATE ${make_seeds_lib})

@@ -51,11 +51,11 @@ struct RegionTable {
   std::mutex mu;
   std::vector<RegisteredRegion> regions;
   uint32_t next_key = 1;
-  bool check(uint64_t addr, uint32_t len, uint32_t rkey) {
+  bool check(uint64_t addr, uint32_t len, uint32_t rkey, Access need = Access::remote_write) {
     std::lock_guard lock(mu);
     for (auto& r : regions) {
       auto base = reinterpret_cast<uint64_t>(r.addr);
-      if (r.keys.rkey == rkey && has(r.access, Access::remote_write) && addr >= base &&
+      if (r.keys.rkey == rkey && has(r.access, need) && addr >= base &&
           addr + len <= base + r.length)
         return true;
     }
@@ -63,11 +63,25 @@ struct RegionTable {
   }
 };
 
+// A write placed (or a send's bytes copied) whose receive completion waits for a receive.
+struct LoopbackPending {
+  WriteRequest wr;
+  bool send = false;
+  std::vector<std::byte> bytes;  // a send's payload
+};
+
+// A posted receive: zero-length (post_recvs, numbered from next_recv_id) or a buffer.
+struct LoopbackRecv {
+  uint64_t wr_id = 0;
+  void* addr = nullptr;
+  uint32_t length = 0;
+};
+
 struct LoopbackEnd {
   std::mutex mu;
   std::deque<Completion> cq;
-  std::deque<WriteRequest> pending;  // placed, their completions waiting for receives
-  uint32_t recvs = 0;
+  std::deque<LoopbackPending> pending;  // placed, their completions waiting for receives
+  std::deque<LoopbackRecv> rq;
   uint64_t next_recv_id = 0;
   bool failed = false;
   std::string why;
@@ -79,15 +93,26 @@ struct LoopbackEnd {
   std::atomic<uint64_t>* rnr_errors = nullptr;
 
   // Caller holds mu.
+  void post_zero_length_locked(uint32_t count) {
+    for (uint32_t i = 0; i < count; ++i) rq.push_back(LoopbackRecv{next_recv_id++, nullptr, 0});
+  }
   void deliver_locked() {
-    while (!pending.empty() && recvs > 0 && !failed) {
-      const WriteRequest& wr = pending.front();
-      --recvs;
+    while (!pending.empty() && !rq.empty() && !failed) {
+      const LoopbackPending& p = pending.front();
+      const LoopbackRecv r = rq.front();
+      rq.pop_front();
       Completion c;
-      c.wr_id = next_recv_id++;
-      c.imm = wr.imm;
-      c.byte_len = static_cast<uint32_t>(wr.total_length());
-      c.opcode = WcOpcode::recv_rdma_with_imm;
+      c.wr_id = r.wr_id;
+      c.imm = p.send ? 0 : p.wr.imm;
+      c.byte_len = static_cast<uint32_t>(p.send ? p.bytes.size() : p.wr.total_length());
+      c.opcode = p.send ? WcOpcode::recv : WcOpcode::recv_rdma_with_imm;
+      if (p.send && p.bytes.size() > r.length) {
+        c.status = WcStatus::local_length_error;
+        cq.push_back(c);
+        fail_locked("a send longer than the posted receive buffer");
+        return;
+      }
+      if (p.send && !p.bytes.empty()) std::memcpy(r.addr, p.bytes.data(), p.bytes.size());
       cq.push_back(c);
       pending.pop_front();
     }
@@ -134,7 +159,7 @@ class LoopbackConnection final : public Connection {
       if (me_->rnr_errors != nullptr) {
         // Receives not yet claimed by the writes already waiting for the receiver's poll.
         std::unique_lock lock(peer->mu);
-        if (!peer->failed && peer->recvs <= peer->pending.size()) {
+        if (!peer->failed && peer->rq.size() <= peer->pending.size()) {
           lock.unlock();
           ++*me_->rnr_errors;
           fail_both(*peer, "RNR: the write found no posted receive");
@@ -147,7 +172,7 @@ class LoopbackConnection final : public Connection {
         if (peer->failed) return PostStatus::disconnected;
         if (!bytes.empty())
           std::memcpy(reinterpret_cast<void*>(wr.remote_addr), bytes.data(), bytes.size());
-        peer->pending.push_back(wr);
+        peer->pending.push_back(LoopbackPending{wr, false, {}});
       }
       if (wr.signaled) {
         std::lock_guard lock(me_->mu);
@@ -163,8 +188,64 @@ class LoopbackConnection final : public Connection {
   PostStatus post_recvs(uint32_t count, uint64_t) noexcept override {
     std::lock_guard lock(me_->mu);
     if (me_->failed) return PostStatus::disconnected;
-    me_->recvs += count;
+    me_->post_zero_length_locked(count);
     me_->deliver_locked();
+    return PostStatus::ok;
+  }
+  PostStatus post_recv_buffers(std::span<const RecvBuffer> buffers) noexcept override {
+    std::lock_guard lock(me_->mu);
+    if (me_->failed) return PostStatus::disconnected;
+    for (const auto& b : buffers) me_->rq.push_back(LoopbackRecv{b.wr_id, b.addr, b.length});
+    me_->deliver_locked();
+    return PostStatus::ok;
+  }
+  // A send's bytes are copied at post time and land in the peer's receive when one is there.
+  PostStatus post_sends(std::span<const SendRequest> reqs) noexcept override {
+    auto peer = me_->peer.lock();
+    {
+      std::lock_guard lock(me_->mu);
+      if (me_->failed || !peer) return PostStatus::disconnected;
+    }
+    for (const auto& r : reqs) {
+      LoopbackPending p;
+      p.send = true;
+      p.bytes.resize(r.length);
+      if (r.length > 0) std::memcpy(p.bytes.data(), r.local_addr, r.length);
+      {
+        std::lock_guard lock(peer->mu);
+        if (peer->failed) return PostStatus::disconnected;
+        peer->pending.push_back(std::move(p));
+      }
+      if (r.signaled) {
+        std::lock_guard lock(me_->mu);
+        me_->cq.push_back(Completion{r.wr_id, 0, r.length, WcOpcode::send, WcStatus::success});
+      }
+    }
+    return PostStatus::ok;
+  }
+  // A read copies from the peer's region at post time.
+  PostStatus post_reads(std::span<const ReadRequest> reqs) noexcept override {
+    auto peer = me_->peer.lock();
+    {
+      std::lock_guard lock(me_->mu);
+      if (me_->failed || !peer) return PostStatus::disconnected;
+    }
+    for (const auto& r : reqs) {
+      if (r.length > 0 &&
+          !peer->table->check(r.remote_addr, r.length, r.rkey, Access::remote_read)) {
+        {
+          std::lock_guard lock(me_->mu);
+          me_->cq.push_back(
+              Completion{r.wr_id, 0, 0, WcOpcode::rdma_read, WcStatus::remote_access_error});
+        }
+        fail_both(*peer, "remote access error (read)");
+        return PostStatus::ok;
+      }
+      if (r.length > 0)
+        std::memcpy(r.local_addr, reinterpret_cast<const void*>(r.remote_addr), r.length);
+      std::lock_guard lock(me_->mu);
+      me_->cq.push_back(Completion{r.wr_id, 0, r.length, WcOpcode::rdma_read, WcStatus::success});
+    }
     return PostStatus::ok;
   }
   size_t poll(std::span<Completion> out) noexcept override {
@@ -354,8 +435,8 @@ class LoopbackTransport final : public Transport {
         PeerInfo{p->options.node_id, where.to_string(), p->options.regions, p->options.app_data};
     theirs->info = PeerInfo{options.node_id, "loopback:client", options.regions, options.app_data};
     mine->hook = fabric_->leader_hook;
-    mine->recvs = options.initial_recvs;  // ConnectionOptions::initial_recvs
-    theirs->recvs = p->options.initial_recvs;
+    mine->post_zero_length_locked(options.initial_recvs);  // ConnectionOptions::initial_recvs
+    theirs->post_zero_length_locked(p->options.initial_recvs);
     if (p->options.initial_recvs == 0) ++fabric_->accepted_without_recvs;
     if (fabric_->rnr_fails) mine->rnr_errors = theirs->rnr_errors = &fabric_->rnr_errors;
     {

@@ -63,6 +63,16 @@ class Connection {
   virtual PostStatus post_writes(std::span<const WriteRequest> requests) noexcept = 0;
   // Posts `count` zero-length receives; each write-with-imm from the peer consumes one.
   virtual PostStatus post_recvs(uint32_t count, uint64_t first_wr_id = 0) noexcept = 0;
+  // Posts a chain of two-sided sends, in order after the writes posted before them. All or
+  // nothing. Each consumes one receive at the peer (see SendRequest).
+  virtual PostStatus post_sends(std::span<const SendRequest> requests) noexcept = 0;
+  // Posts receives with buffers for two-sided sends, in order behind the receives posted
+  // before (post_recvs() and this share one receive queue; an incoming write-with-imm or
+  // send consumes the oldest). All or nothing.
+  virtual PostStatus post_recv_buffers(std::span<const RecvBuffer> buffers) noexcept = 0;
+  // Posts a chain of RDMA Reads, in order after the requests posted before them. All or
+  // nothing. A read completes only after every request posted before it (RC ordering).
+  virtual PostStatus post_reads(std::span<const ReadRequest> requests) noexcept = 0;
   // Reaps up to out.size() completions (send and receive side). Returns how many. Also
   // makes progress for transports that need the CPU to move bytes (TCP).
   virtual size_t poll(std::span<Completion> out) noexcept = 0;

@@ -119,6 +119,48 @@ struct WriteRequest {
   }
 };
 
+// One two-sided Send: `length` bytes from local memory (covered by `lkey`) go to the peer,
+// which consumes its oldest posted receive: the bytes land in that receive's buffer and its
+// completion (WcOpcode::recv) carries the byte count. A receive whose buffer is too small
+// completes with local_length_error at the peer (Soft-RoCE reports local_qp_error) and
+// fails the connection (the requester's send does not succeed). Zero-length sends are
+// allowed.
+struct SendRequest {
+  uint64_t wr_id = 0;
+  const void* local_addr = nullptr;
+  uint32_t length = 0;
+  uint32_t lkey = 0;
+  bool signaled = true;  // unsignaled sends produce no completion on success
+};
+
+// One receive buffer for two-sided messages: `length` bytes at `addr`, covered by `lkey` of
+// a region registered with local_write. Receives posted with Connection::post_recvs() are
+// zero-length: a Send of one byte or more into one fails as a length error.
+struct RecvBuffer {
+  uint64_t wr_id = 0;
+  void* addr = nullptr;
+  uint32_t length = 0;
+  uint32_t lkey = 0;
+};
+
+// One RDMA Read: `length` bytes at `remote_addr` in the peer's region named by `rkey` are
+// placed at `local_addr` (covered by `lkey`); the completion (WcOpcode::rdma_read, always
+// signaled) says the bytes are there. The peer's CPU takes no part and consumes no receive.
+// The region must be registered with Access::remote_read and wholly contain the range;
+// otherwise the read fails with remote_access_error and the local buffer is unchanged.
+struct ReadRequest {
+  uint64_t wr_id = 0;
+  void* local_addr = nullptr;
+  uint32_t length = 0;
+  uint32_t lkey = 0;
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+};
+
+// Reads a connection may have outstanding at the responder (the verbs max_rd_atomic the
+// transports ask for); more posted reads wait in the send queue.
+inline constexpr uint32_t kMaxReadsInFlight = 16;
+
 // Completion status, named after ibv_wc_status. Anything but `success` moves the
 // connection to the error state: later requests complete with `flushed`.
 enum class WcStatus : uint8_t {
@@ -142,10 +184,17 @@ std::string_view wc_status_advice(WcStatus s) noexcept;
 enum class WcOpcode : uint8_t {
   rdma_write = 0,          // requester side: a signaled WriteRequest finished
   recv_rdma_with_imm = 1,  // responder side: a write-with-imm landed, one receive consumed
+  send = 2,                // requester side: a signaled SendRequest finished
+  recv = 3,                // responder side: a Send landed in a posted receive buffer
+  rdma_read = 4,           // requester side: a ReadRequest's bytes are placed locally
 };
+// Whether a completion belongs to the send queue (writes, sends, reads) or the receive queue.
+constexpr bool is_send_side(WcOpcode op) noexcept {
+  return op == WcOpcode::rdma_write || op == WcOpcode::send || op == WcOpcode::rdma_read;
+}
 
 struct Completion {
-  uint64_t wr_id = 0;  // requester: the WriteRequest's wr_id; responder: the receive's wr_id
+  uint64_t wr_id = 0;  // requester: the request's wr_id; responder: the receive's wr_id
   uint32_t imm = 0;    // responder only; host order
   uint32_t byte_len = 0;
   WcOpcode opcode = WcOpcode::rdma_write;

@@ -133,6 +133,24 @@ PostStatus FaultInjectingConnection::post_recvs(uint32_t count, uint64_t first_w
   return inner_->post_recvs(count, first_wr_id);
 }
 
+PostStatus FaultInjectingConnection::post_sends(std::span<const SendRequest> requests) noexcept {
+  if (plan_.post_delay.count() > 0) std::this_thread::sleep_for(plan_.post_delay);
+  if (!healthy()) return PostStatus::disconnected;
+  return inner_->post_sends(requests);
+}
+
+PostStatus FaultInjectingConnection::post_recv_buffers(
+    std::span<const RecvBuffer> buffers) noexcept {
+  if (failed_) return PostStatus::disconnected;
+  return inner_->post_recv_buffers(buffers);
+}
+
+PostStatus FaultInjectingConnection::post_reads(std::span<const ReadRequest> requests) noexcept {
+  if (plan_.post_delay.count() > 0) std::this_thread::sleep_for(plan_.post_delay);
+  if (!healthy()) return PostStatus::disconnected;
+  return inner_->post_reads(requests);
+}
+
 void FaultInjectingConnection::hold(const Completion& c, uint64_t now) noexcept {
   auto delay = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(plan_.completion_delay).count());

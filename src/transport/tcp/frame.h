@@ -12,7 +12,14 @@ namespace rdmarepl::transport::tcp {
 inline constexpr size_t kFrameHeaderBytes = 32;
 inline constexpr uint16_t kFrameMagic = 0x5446;  // "TF"
 
-enum class FrameType : uint8_t { write = 1, ack = 2, nak = 3 };
+enum class FrameType : uint8_t {
+  write = 1,
+  ack = 2,
+  nak = 3,
+  send = 4,           // two-sided message: the payload lands in the oldest posted receive
+  read_request = 5,   // RDMA Read: `length` bytes at remote_addr/rkey, no payload
+  read_response = 6,  // the bytes of read request `seq`, as payload
+};
 
 // Write flags.
 inline constexpr uint8_t kFlagAckRequested = 0x01;
@@ -27,11 +34,13 @@ enum class NakSyndrome : uint32_t {
 struct FrameHeader {
   FrameType type = FrameType::write;
   uint8_t flags = 0;
-  uint32_t length = 0;       // payload bytes (write only)
-  uint64_t remote_addr = 0;  // write only
-  uint32_t rkey = 0;         // write: target key; nak: syndrome
+  uint32_t length = 0;       // payload bytes (write, send, read response); read: bytes to read
+  uint64_t remote_addr = 0;  // write: target; read request: source
+  uint32_t rkey = 0;         // write, read request: key of that region; nak: syndrome
   uint32_t imm = 0;          // write only
-  uint64_t seq = 0;          // write: its number; ack: highest placed; nak: the refused write
+  // write, send, read request: its number; ack: highest placed; nak: the refused request;
+  // read response: the read request it answers
+  uint64_t seq = 0;
 
   void encode(uint8_t* out) const noexcept {
     store_be16(out, kFrameMagic);
@@ -49,7 +58,8 @@ struct FrameHeader {
   [[nodiscard]] bool decode(const uint8_t* in) noexcept {
     if (load_be16(in) != kFrameMagic) return false;
     uint8_t t = in[2];
-    if (t < static_cast<uint8_t>(FrameType::write) || t > static_cast<uint8_t>(FrameType::nak))
+    if (t < static_cast<uint8_t>(FrameType::write) ||
+        t > static_cast<uint8_t>(FrameType::read_response))
       return false;
     type = static_cast<FrameType>(t);
     flags = in[3];
@@ -58,7 +68,9 @@ struct FrameHeader {
     rkey = load_be32(in + 16);
     imm = load_be32(in + 20);
     seq = load_be64(in + 24);
-    if (type == FrameType::write) return (flags & ~kFlagAckRequested) == 0;
+    if (type == FrameType::write || type == FrameType::send)
+      return (flags & ~kFlagAckRequested) == 0;
+    if (type == FrameType::read_request || type == FrameType::read_response) return flags == 0;
     return flags == 0 && length == 0;
   }
 };

@@ -71,6 +71,7 @@ TcpConnection::TcpConnection(bootstrap::Fd fd, std::shared_ptr<const Registry> r
       sq_(send_queue_depth),
       ack_interval_(std::max(1u, send_queue_depth / 2)),
       rq_(recv_queue_depth),
+      rsp_(kMaxReadsInFlight),
       cq_(static_cast<size_t>(send_queue_depth) + recv_queue_depth),
       iov_(kMaxIov),
       iov_owner_(kMaxIov) {}
@@ -89,28 +90,38 @@ PostStatus TcpConnection::post_writes(std::span<const WriteRequest> requests) no
   if (requests.size() > sq_.size() - send_in_use()) return PostStatus::queue_full;
   for (const auto& r : requests)
     if (!r.well_formed()) return PostStatus::invalid;
-  for (const auto& r : requests) {
-    SendSlot& s = slot(sq_posted_);
-    uint64_t seq = sq_posted_ + 1;
-    s.wr_id = r.wr_id;
-    s.data = static_cast<const uint8_t*>(r.local_addr);
-    s.length = static_cast<uint32_t>(r.total_length());
-    s.signaled = r.signaled;
-    s.lkey = r.lkey;
-    s.bad_lkey = !load_segments(s, r);
-    FrameHeader h;
-    h.type = FrameType::write;
-    h.flags = (r.signaled || seq % ack_interval_ == 0) ? kFlagAckRequested : 0;
-    h.length = s.length;
-    h.remote_addr = r.remote_addr;
-    h.rkey = r.rkey;
-    h.imm = r.imm;
-    h.seq = seq;
-    h.encode(s.header);
-    ++sq_posted_;
-  }
+  for (const auto& r : requests) push_slot(Kind::write, r.wr_id, r, nullptr);
   progress_send();
   return PostStatus::ok;
+}
+
+void TcpConnection::push_slot(Kind kind, uint64_t wr_id, const WriteRequest& r,
+                              uint8_t* read_dst) noexcept {
+  SendSlot& s = slot(sq_posted_);
+  uint64_t seq = sq_posted_ + 1;
+  s.kind = kind;
+  s.wr_id = wr_id;
+  s.read_dst = read_dst;
+  s.data = static_cast<const uint8_t*>(r.local_addr);
+  s.length = static_cast<uint32_t>(r.total_length());
+  s.signaled = r.signaled;
+  s.lkey = r.lkey;
+  s.bad_lkey = !load_segments(s, r);
+  if (kind == Kind::read) s.n_seg = 0;  // the request carries no payload
+  s.wire_length = kind == Kind::read ? 0 : s.length;
+  FrameHeader h;
+  h.type = kind == Kind::write  ? FrameType::write
+           : kind == Kind::send ? FrameType::send
+                                : FrameType::read_request;
+  const bool ack = kind != Kind::read && (r.signaled || seq % ack_interval_ == 0);
+  h.flags = ack ? kFlagAckRequested : 0;
+  h.length = s.length;
+  h.remote_addr = r.remote_addr;
+  h.rkey = r.rkey;
+  h.imm = r.imm;
+  h.seq = seq;
+  h.encode(s.header);
+  ++sq_posted_;
 }
 
 bool TcpConnection::load_segments(SendSlot& s, const WriteRequest& r) const noexcept {
@@ -133,7 +144,8 @@ PostStatus TcpConnection::post_recvs(uint32_t count, uint64_t first_wr_id) noexc
   if (!healthy()) return PostStatus::disconnected;
   if (count > rq_.size() - ((rq_posted_ - rq_consumed_) + recv_cq_pending_))
     return PostStatus::queue_full;
-  for (uint32_t i = 0; i < count; ++i) rq_[(rq_posted_ + i) % rq_.size()] = first_wr_id + i;
+  for (uint32_t i = 0; i < count; ++i)
+    rq_[(rq_posted_ + i) % rq_.size()] = RecvSlot{first_wr_id + i, nullptr, 0};
   rq_posted_ += count;
   return PostStatus::ok;
 }
@@ -152,7 +164,7 @@ size_t TcpConnection::poll(std::span<Completion> out) noexcept {
   while (n < out.size() && cq_head_ != cq_tail_) {
     const Completion& c = cq_[cq_head_ % cq_.size()];
     ++cq_head_;
-    if (c.opcode == WcOpcode::rdma_write)
+    if (is_send_side(c.opcode))
       --send_cq_pending_;
     else
       --recv_cq_pending_;
@@ -165,7 +177,7 @@ Status TcpConnection::wait(std::chrono::milliseconds timeout) {
   if (cq_head_ != cq_tail_) return ok_status();
   if (!healthy() || !fd_.valid()) return error_;
   short events = POLLIN;
-  if (sq_sent_ < sq_posted_ || ctl_pending_) events |= POLLOUT;
+  if (sq_sent_ < sq_posted_ || ctl_pending_ || rsp_head_ < rsp_tail_) events |= POLLOUT;
   auto deadline = Deadline::after(timeout);
   for (;;) {
     pollfd p{fd_.get(), events, 0};
@@ -213,49 +225,15 @@ void TcpConnection::progress_send() noexcept {
     if (sq_offset_ == 0 && sq_sent_ < sq_posted_ && slot(sq_sent_).bad_lkey) {
       const SendSlot& s = slot(sq_sent_);
       fail(Error(Errc::invalid_argument,
-                 fmt::format("write wr_id {} ({} bytes at {}) is not covered by its lkey 0x{:08x}: "
-                             "the buffer must lie inside a region registered with this "
+                 fmt::format("request wr_id {} ({} bytes at {}) is not covered by its lkey "
+                             "0x{:08x}: the buffer must lie inside a region registered with this "
                              "transport, posted with that region's lkey",
                              s.wr_id, s.length, static_cast<const void*>(s.data), s.lkey)),
            sq_sent_ + 1, WcStatus::local_protection_error);
       return;
     }
-    int n_iov = 0;
     size_t total = 0;
-    auto add = [&](const void* p, size_t len, bool control) {
-      iov_[n_iov] = iovec{const_cast<void*>(p), len};
-      iov_owner_[n_iov] = IovOwner{control, static_cast<uint32_t>(len)};
-      ++n_iov;
-      total += len;
-    };
-    auto add_frame_rest = [&](const SendSlot& s, size_t off) {
-      if (off < kFrameHeaderBytes) add(s.header + off, kFrameHeaderBytes - off, false);
-      size_t skip = off > kFrameHeaderBytes ? off - kFrameHeaderBytes : 0;
-      for (uint8_t i = 0; i < s.n_seg; ++i) {
-        const LocalSegment& g = s.seg[i];
-        if (skip >= g.length) {
-          skip -= g.length;
-          continue;
-        }
-        add(static_cast<const uint8_t*>(g.addr) + skip, g.length - skip, false);
-        skip = 0;
-      }
-    };
-    uint64_t idx = sq_sent_;
-    bool ctl_added = false;
-    if (ctl_pending_ && ctl_offset_ > 0) {  // finish a started control frame first
-      add(ctl_ + ctl_offset_, kFrameHeaderBytes - ctl_offset_, true);
-      ctl_added = true;
-    } else if (sq_offset_ > 0) {  // then a started data frame
-      add_frame_rest(slot(idx), sq_offset_);
-      ++idx;
-    }
-    if (ctl_pending_ && !ctl_added) add(ctl_ + ctl_offset_, kFrameHeaderBytes - ctl_offset_, true);
-    while (idx < sq_posted_ && n_iov + 1 + static_cast<int>(kMaxWriteSegments) <= kMaxIov &&
-           !slot(idx).bad_lkey) {
-      add_frame_rest(slot(idx), 0);
-      ++idx;
-    }
+    const int n_iov = gather(total);
     if (n_iov == 0) return;
 
     msghdr msg{};
@@ -273,33 +251,101 @@ void TcpConnection::progress_send() noexcept {
            sq_retired_ + 1, WcStatus::retry_exceeded);
       return;
     }
-    // Account the bytes in the order they were gathered.
-    auto left = static_cast<size_t>(sent);
-    for (int i = 0; i < n_iov && left > 0; ++i) {
-      size_t take = std::min<size_t>(left, iov_owner_[i].bytes);
-      left -= take;
-      if (iov_owner_[i].control) {
-        ctl_offset_ += take;
-        if (ctl_offset_ == kFrameHeaderBytes) {
-          ctl_pending_ = false;
-          ctl_offset_ = 0;
-        }
-      } else {
-        sq_offset_ += take;
-        if (sq_offset_ == kFrameHeaderBytes + slot(sq_sent_).length) {
-          ++sq_sent_;
-          sq_offset_ = 0;
-        }
+    account_sent(n_iov, static_cast<size_t>(sent));
+    if (static_cast<size_t>(sent) < total) return;  // the socket buffer is full
+  }
+}
+
+int TcpConnection::gather(size_t& total) noexcept {
+  int n_iov = 0;
+  auto add = [&](const void* p, size_t len, Part part) {
+    iov_[n_iov] = iovec{const_cast<void*>(p), len};
+    iov_owner_[n_iov] = IovOwner{part, static_cast<uint32_t>(len)};
+    ++n_iov;
+    total += len;
+  };
+  auto add_frame_rest = [&](const SendSlot& s, size_t off) {
+    if (off < kFrameHeaderBytes) add(s.header + off, kFrameHeaderBytes - off, Part::data);
+    size_t skip = off > kFrameHeaderBytes ? off - kFrameHeaderBytes : 0;
+    for (uint8_t i = 0; i < s.n_seg; ++i) {
+      const LocalSegment& g = s.seg[i];
+      if (skip >= g.length) {
+        skip -= g.length;
+        continue;
+      }
+      add(static_cast<const uint8_t*>(g.addr) + skip, g.length - skip, Part::data);
+      skip = 0;
+    }
+  };
+  auto add_response_rest = [&](const ReadResponse& r, size_t off) {
+    if (off < kFrameHeaderBytes) add(r.header + off, kFrameHeaderBytes - off, Part::response);
+    size_t skip = off > kFrameHeaderBytes ? off - kFrameHeaderBytes : 0;
+    if (r.length > skip) add(r.data + skip, r.length - skip, Part::response);
+  };
+  // The stream is cut at one point at most: finish the frame that was cut first.
+  uint64_t idx = sq_sent_;
+  uint64_t rsp = rsp_head_;
+  bool ctl_added = false;
+  if (ctl_pending_ && ctl_offset_ > 0) {
+    add(ctl_ + ctl_offset_, kFrameHeaderBytes - ctl_offset_, Part::control);
+    ctl_added = true;
+  } else if (sq_offset_ > 0) {
+    add_frame_rest(slot(idx), sq_offset_);
+    ++idx;
+  } else if (rsp_offset_ > 0) {
+    add_response_rest(rsp_[rsp % rsp_.size()], rsp_offset_);
+    ++rsp;
+  }
+  if (ctl_pending_ && !ctl_added)
+    add(ctl_ + ctl_offset_, kFrameHeaderBytes - ctl_offset_, Part::control);
+  for (; rsp < rsp_tail_ && n_iov + 2 <= kMaxIov; ++rsp)
+    add_response_rest(rsp_[rsp % rsp_.size()], 0);
+  uint32_t reads = reads_on_wire_;
+  while (idx < sq_posted_ && n_iov + 1 + static_cast<int>(kMaxWriteSegments) <= kMaxIov &&
+         !slot(idx).bad_lkey) {
+    if (slot(idx).kind == Kind::read) {
+      if (reads >= kMaxReadsInFlight) break;  // the responder holds this many responses
+      ++reads;
+    }
+    add_frame_rest(slot(idx), 0);
+    ++idx;
+  }
+  return n_iov;
+}
+
+void TcpConnection::account_sent(int n_iov, size_t sent) noexcept {
+  // Account the bytes in the order they were gathered.
+  size_t left = sent;
+  for (int i = 0; i < n_iov && left > 0; ++i) {
+    size_t take = std::min<size_t>(left, iov_owner_[i].bytes);
+    left -= take;
+    if (iov_owner_[i].part == Part::control) {
+      ctl_offset_ += take;
+      if (ctl_offset_ == kFrameHeaderBytes) {
+        ctl_pending_ = false;
+        ctl_offset_ = 0;
+      }
+    } else if (iov_owner_[i].part == Part::response) {
+      rsp_offset_ += take;
+      if (rsp_offset_ == kFrameHeaderBytes + rsp_[rsp_head_ % rsp_.size()].length) {
+        ++rsp_head_;
+        rsp_offset_ = 0;
+      }
+    } else {
+      if (sq_offset_ == 0 && take > 0 && slot(sq_sent_).kind == Kind::read) ++reads_on_wire_;
+      sq_offset_ += take;
+      if (sq_offset_ == kFrameHeaderBytes + slot(sq_sent_).wire_length) {
+        ++sq_sent_;
+        sq_offset_ = 0;
       }
     }
-    if (static_cast<size_t>(sent) < total) return;  // the socket buffer is full
   }
 }
 
 void TcpConnection::flush_control_briefly() noexcept {
   if (!fd_.valid() || !ctl_pending_) return;
-  // A control frame may only follow a whole data frame; one cut in half stays cut.
-  if (ctl_offset_ == 0 && sq_offset_ > 0) return;
+  // A control frame may only follow a whole frame; one cut in half stays cut.
+  if (ctl_offset_ == 0 && (sq_offset_ > 0 || rsp_offset_ > 0)) return;
   auto deadline = Deadline::after(kLastWordGrace);
   send_blocking(fd_.get(), ctl_ + ctl_offset_, kFrameHeaderBytes - ctl_offset_, deadline);
   ctl_pending_ = false;
@@ -324,11 +370,14 @@ void TcpConnection::progress_recv() noexcept {
         continue;
       }
     } else {
-      // Placement: re-check the registration under the registry's shared lock, so that a
-      // region deregistered meanwhile is never written to.
-      std::shared_lock lock(registry_->mutex());
-      const Registry::Entry* e = registry_->find_remote_locked(in_.rkey);
-      if (e == nullptr || e->generation != in_generation_) {
+      // Placement of a write: re-check the registration under the registry's shared lock, so
+      // that a region deregistered meanwhile is never written to. Sends and read responses
+      // land in buffers this side posted.
+      std::shared_lock lock(registry_->mutex(), std::defer_lock);
+      if (in_.type == FrameType::write) lock.lock();
+      const Registry::Entry* e =
+          in_.type == FrameType::write ? registry_->find_remote_locked(in_.rkey) : nullptr;
+      if (in_.type == FrameType::write && (e == nullptr || e->generation != in_generation_)) {
         lock.unlock();
         refuse(NakSyndrome::remote_access, Errc::remote_access,
                fmt::format("{} was deregistered here while it was being written; the rest of "
@@ -337,12 +386,13 @@ void TcpConnection::progress_recv() noexcept {
         return;
       }
       size_t rest = in_.length - in_done_;
-      iovec v[2] = {
-          {reinterpret_cast<void*>(static_cast<uintptr_t>(in_.remote_addr) + in_done_), rest},
-          {rhdr_, kFrameHeaderBytes}};
+      uint8_t* target = in_.type == FrameType::write
+                            ? reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(in_.remote_addr))
+                            : place_;
+      iovec v[2] = {{target + in_done_, rest}, {rhdr_, kFrameHeaderBytes}};
       want = rest + kFrameHeaderBytes;
       n = ::readv(fd_.get(), v, 2);
-      lock.unlock();
+      if (lock.owns_lock()) lock.unlock();
       if (n > 0) {
         auto got = static_cast<size_t>(n);
         budget -= std::min(budget, got);
@@ -353,7 +403,7 @@ void TcpConnection::progress_recv() noexcept {
         in_done_ = in_.length;
         rhdr_have_ = got - rest;
         rstate_ = RecvState::header;
-        finish_write_frame();
+        finish_frame();
         if (rhdr_have_ == kFrameHeaderBytes && !start_frame()) return;
         if (got < want) return;
         continue;
@@ -405,14 +455,15 @@ bool TcpConnection::start_frame() noexcept {
   }
   switch (in_.type) {
     case FrameType::ack:
-      if (in_.seq < sq_retired_ || in_.seq > sq_sent_) {
+      if (in_.seq < ack_floor_ || in_.seq > sq_sent_) {
         fail(Error(Errc::protocol_error,
                    fmt::format("{} acknowledged write seq {}, but only writes {}..{} are "
                                "unacknowledged on the wire; the peer is faulty, reconnect",
-                               peer_name_, in_.seq, sq_retired_ + 1, sq_sent_)),
+                               peer_name_, in_.seq, ack_floor_ + 1, sq_sent_)),
              0, WcStatus::flushed);
         return false;
       }
+      ack_floor_ = in_.seq;
       retire_acked(in_.seq);
       return true;
     case FrameType::nak: {
@@ -430,7 +481,11 @@ bool TcpConnection::start_frame() noexcept {
            in_.seq, st);
       return false;
     }
+    case FrameType::read_response:
+      return start_read_response();
     case FrameType::write:
+    case FrameType::send:
+    case FrameType::read_request:
       break;
   }
   if (in_.seq != recv_seq_ + 1) {
@@ -439,6 +494,7 @@ bool TcpConnection::start_frame() noexcept {
                        describe_incoming(), recv_seq_ + 1));
     return false;
   }
+  if (in_.type == FrameType::read_request) return start_read_request();
   if (rq_consumed_ == rq_posted_) {
     refuse(NakSyndrome::not_ready, Errc::busy,
            fmt::format("sent {} but no receive was posted here (receiver not ready); post "
@@ -446,10 +502,15 @@ bool TcpConnection::start_frame() noexcept {
                        describe_incoming()));
     return false;
   }
+  if (in_.type == FrameType::send) return start_send_frame();
   if (in_.length == 0) {  // touches no memory: no region check (as on InfiniBand)
-    finish_write_frame();
+    finish_frame();
     return true;
   }
+  return check_write_target();
+}
+
+bool TcpConnection::check_write_target() noexcept {
   std::shared_lock lock(registry_->mutex());
   const Registry::Entry* e = registry_->find_remote_locked(in_.rkey);
   const char* violation = nullptr;
@@ -475,22 +536,32 @@ bool TcpConnection::start_frame() noexcept {
   return true;
 }
 
-void TcpConnection::finish_write_frame() noexcept {
+void TcpConnection::finish_frame() noexcept {
+  if (in_.type == FrameType::read_response) {
+    complete_read();
+    return;
+  }
   recv_seq_ = in_.seq;
-  uint64_t wr_id = rq_[rq_consumed_ % rq_.size()];
+  uint64_t wr_id = rq_[rq_consumed_ % rq_.size()].wr_id;
   ++rq_consumed_;
   ++recv_cq_pending_;
-  push_completion(
-      Completion{wr_id, in_.imm, in_.length, WcOpcode::recv_rdma_with_imm, WcStatus::success});
+  const WcOpcode op = in_.type == FrameType::send ? WcOpcode::recv : WcOpcode::recv_rdma_with_imm;
+  const uint32_t imm = in_.type == FrameType::send ? 0 : in_.imm;
+  push_completion(Completion{wr_id, imm, in_.length, op, WcStatus::success});
   if ((in_.flags & kFlagAckRequested) != 0) ack_wanted_ = recv_seq_;
 }
 
 void TcpConnection::retire_acked(uint64_t acked_seq) noexcept {
   while (sq_retired_ < acked_seq) {
     const SendSlot& s = slot(sq_retired_);
+    if (s.kind == Kind::read) {  // completes with its response, then the rest retires
+      ack_pending_ = std::max(ack_pending_, acked_seq);
+      return;
+    }
     if (s.signaled) {
       ++send_cq_pending_;
-      push_completion(Completion{s.wr_id, 0, s.length, WcOpcode::rdma_write, WcStatus::success});
+      const WcOpcode op = s.kind == Kind::send ? WcOpcode::send : WcOpcode::rdma_write;
+      push_completion(Completion{s.wr_id, 0, s.length, op, WcStatus::success});
     }
     ++sq_retired_;
   }
@@ -512,15 +583,22 @@ void TcpConnection::fail(Error why, uint64_t failed_seq, WcStatus status) noexce
   for (uint64_t i = sq_retired_; i < sq_posted_; ++i) {
     const SendSlot& s = slot(i);
     ++send_cq_pending_;
-    push_completion(Completion{s.wr_id, 0, 0, WcOpcode::rdma_write,
-                               i + 1 == failed_seq ? status : WcStatus::flushed});
+    const WcOpcode op = s.kind == Kind::write  ? WcOpcode::rdma_write
+                        : s.kind == Kind::send ? WcOpcode::send
+                                               : WcOpcode::rdma_read;
+    push_completion(
+        Completion{s.wr_id, 0, 0, op, i + 1 == failed_seq ? status : WcStatus::flushed});
   }
   sq_retired_ = sq_sent_ = sq_posted_;
   sq_offset_ = 0;
+  reads_on_wire_ = 0;
+  rsp_head_ = rsp_tail_;
+  rsp_offset_ = 0;
   for (uint64_t i = rq_consumed_; i < rq_posted_; ++i) {
     ++recv_cq_pending_;
-    push_completion(
-        Completion{rq_[i % rq_.size()], 0, 0, WcOpcode::recv_rdma_with_imm, WcStatus::flushed});
+    const RecvSlot& r = rq_[i % rq_.size()];
+    const WcOpcode op = r.addr != nullptr ? WcOpcode::recv : WcOpcode::recv_rdma_with_imm;
+    push_completion(Completion{r.wr_id, 0, 0, op, WcStatus::flushed});
   }
   rq_consumed_ = rq_posted_;
   ctl_pending_ = false;
@@ -557,6 +635,14 @@ void TcpConnection::refuse(NakSyndrome syndrome, Errc code, std::string violatio
           send_blocking(fd_.get(), s.header + sq_offset_, kFrameHeaderBytes - sq_offset_, deadline);
     size_t payload_off = sq_offset_ > kFrameHeaderBytes ? sq_offset_ - kFrameHeaderBytes : 0;
     if (ok) ok = send_payload_blocking(s, payload_off, deadline);
+  }
+  if (ok && rsp_offset_ > 0 && rsp_head_ < rsp_tail_) {
+    const ReadResponse& r = rsp_[rsp_head_ % rsp_.size()];
+    if (rsp_offset_ < kFrameHeaderBytes)
+      ok = send_blocking(fd_.get(), r.header + rsp_offset_, kFrameHeaderBytes - rsp_offset_,
+                         deadline);
+    size_t off = rsp_offset_ > kFrameHeaderBytes ? rsp_offset_ - kFrameHeaderBytes : 0;
+    if (ok) ok = send_blocking(fd_.get(), r.data + off, r.length - off, deadline);
   }
   if (ok) {
     uint8_t nak[kFrameHeaderBytes];

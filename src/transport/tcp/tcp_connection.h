@@ -35,6 +35,9 @@ class TcpConnection final : public Connection {
 
   PostStatus post_writes(std::span<const WriteRequest> requests) noexcept override;
   PostStatus post_recvs(uint32_t count, uint64_t first_wr_id) noexcept override;
+  PostStatus post_sends(std::span<const SendRequest> requests) noexcept override;
+  PostStatus post_recv_buffers(std::span<const RecvBuffer> buffers) noexcept override;
+  PostStatus post_reads(std::span<const ReadRequest> requests) noexcept override;
   size_t poll(std::span<Completion> out) noexcept override;
   Status wait(std::chrono::milliseconds timeout) override;
   [[nodiscard]] bool healthy() const noexcept override {
@@ -45,8 +48,12 @@ class TcpConnection final : public Connection {
   void close() noexcept override;
 
  private:
+  enum class Kind : uint8_t { write, send, read };
   struct SendSlot {
+    Kind kind = Kind::write;
     uint64_t wr_id = 0;
+    uint8_t* read_dst = nullptr;    // reads: where the response's bytes go
+    uint32_t wire_length = 0;       // payload bytes on the wire (0 for a read request)
     const uint8_t* data = nullptr;  // the first segment (for messages)
     uint32_t length = 0;            // payload bytes: every segment
     uint32_t lkey = 0;
@@ -56,9 +63,22 @@ class TcpConnection final : public Connection {
     bool bad_lkey = false;  // fails with local_protection_error when it reaches the wire
     uint8_t header[kFrameHeaderBytes] = {};
   };
+  // A posted receive: zero-length (post_recvs) or with a buffer (post_recv_buffers).
+  struct RecvSlot {
+    uint64_t wr_id = 0;
+    uint8_t* addr = nullptr;
+    uint32_t length = 0;
+  };
+  // A read response this side owes the peer (responder of its reads).
+  struct ReadResponse {
+    const uint8_t* data = nullptr;
+    uint32_t length = 0;
+    uint8_t header[kFrameHeaderBytes] = {};
+  };
   // What a gathered iovec belongs to, so that a partial send can be accounted.
+  enum class Part : uint8_t { control, data, response };
   struct IovOwner {
-    bool control = false;
+    Part part = Part::data;
     uint32_t bytes = 0;
   };
   enum class RecvState : uint8_t { header, payload };
@@ -78,7 +98,17 @@ class TcpConnection final : public Connection {
   void push_completion(const Completion& c) noexcept;
   void retire_acked(uint64_t acked_seq) noexcept;
   bool start_frame() noexcept;  // header complete: check it; false when the conn failed
-  void finish_write_frame() noexcept;
+  void finish_frame() noexcept;
+  bool start_send_frame() noexcept;     // the oldest receive takes the payload
+  bool start_read_request() noexcept;   // queue the response
+  bool start_read_response() noexcept;  // the oldest outstanding read takes it
+  bool check_write_target() noexcept;   // rkey, access and range of a write
+  void complete_read() noexcept;
+  // Adds a request of `kind` to the send queue (room checked by the caller).
+  void push_slot(Kind kind, uint64_t wr_id, const WriteRequest& r, uint8_t* read_dst) noexcept;
+  // Gathers what is due on the wire into iov_; returns how many iovecs.
+  int gather(size_t& total) noexcept;
+  void account_sent(int n_iov, size_t sent) noexcept;
   void queue_control(FrameType type, uint64_t seq, uint32_t syndrome) noexcept;
   // Moves to the error state: `failed_slot` (if any, by sequence number) completes with
   // `status`, every other outstanding request and posted receive with `flushed`.
@@ -119,8 +149,8 @@ class TcpConnection final : public Connection {
   uint64_t ack_wanted_ = 0;  // highest placed seq the requester asked us to acknowledge
   uint64_t ack_sent_ = 0;
 
-  // Receive queue of posted receive wr_ids.
-  std::vector<uint64_t> rq_;
+  // Receive queue of posted receives.
+  std::vector<RecvSlot> rq_;
   uint64_t rq_posted_ = 0;
   uint64_t rq_consumed_ = 0;
   uint64_t recv_cq_pending_ = 0;
@@ -133,6 +163,18 @@ class TcpConnection final : public Connection {
   uint64_t in_generation_ = 0;  // registration being written into
   size_t in_done_ = 0;          // payload bytes placed
   uint64_t recv_seq_ = 0;       // last write placed
+  uint8_t* place_ = nullptr;    // send / read response: where its payload goes
+
+  // RDMA Reads. Requester: read frames on the wire not yet answered; acks received while
+  // the oldest outstanding request was an unanswered read (they retire what follows it once
+  // it is answered). Responder: the responses owed, in request order.
+  uint32_t reads_on_wire_ = 0;
+  uint64_t ack_pending_ = 0;
+  uint64_t ack_floor_ = 0;  // highest ack received: acks never go backwards
+  std::vector<ReadResponse> rsp_;
+  uint64_t rsp_head_ = 0;
+  uint64_t rsp_tail_ = 0;
+  size_t rsp_offset_ = 0;  // bytes of the head response on the wire
 
   // Completion queue (ring); capacity send + receive depth, see send_in_use().
   std::vector<Completion> cq_;

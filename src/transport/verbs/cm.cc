@@ -215,7 +215,8 @@ Status VerbsConnection::modify_from_cm(ibv_qp_state target) {
   }
   const QpTuning& t = state_->options.qp;
   if (target == IBV_QPS_INIT)
-    attr.qp_access_flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+    attr.qp_access_flags |=
+        IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
   if (target == IBV_QPS_RTR) {
     attr.min_rnr_timer = t.min_rnr_timer;
     mask |= IBV_QP_MIN_RNR_TIMER;

@@ -104,7 +104,9 @@ Status VerbsConnection::create_resources(const ConnectionOptions& options) {
                                           sq_depth_, rq_depth_, state_->srq ? "yes" : "no"));
   }
   max_inline_ = init.cap.max_inline_data;
-  RDMAREPL_TRY(qp_to_init(qp_.get(), dev, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, name_));
+  RDMAREPL_TRY(qp_to_init(qp_.get(), dev,
+                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+                          name_));
 
   // Data-path arrays, sized once here so that posting never allocates.
   slots_.assign(sq_depth_, SendSlot{});

@@ -58,6 +58,11 @@ class VerbsConnection final : public Connection {
 
   PostStatus post_writes(std::span<const WriteRequest> requests) noexcept override;
   PostStatus post_recvs(uint32_t count, uint64_t first_wr_id = 0) noexcept override;
+  PostStatus post_sends(std::span<const SendRequest> requests) noexcept override;
+  // Not with VerbsOptions::use_srq or auto_recv (PostStatus::invalid): those receive queues
+  // hold zero-length receives the connection posts itself.
+  PostStatus post_recv_buffers(std::span<const RecvBuffer> buffers) noexcept override;
+  PostStatus post_reads(std::span<const ReadRequest> requests) noexcept override;
   size_t poll(std::span<Completion> out) noexcept override;
   Status wait(std::chrono::milliseconds timeout) override;
   [[nodiscard]] bool healthy() const noexcept override {
@@ -96,6 +101,12 @@ class VerbsConnection final : public Connection {
   Status cm_handshake(CmPipe& pipe, bootstrap::Role role, const ConnectionOptions& options,
                       Deadline deadline);
   int liveness_fd() const noexcept;
+  // Posts send_wrs_[0, n) (filled, chained) and accounts the slots; `run` is the new
+  // unsignaled run. All or nothing, else the connection fails.
+  PostStatus submit_send_chain(size_t n, uint32_t run) noexcept;
+  // Fills the slot and signaling of request `i` of a chain; returns its send_wrs_ entry.
+  ibv_send_wr& prepare_wr(size_t i, uint64_t wr_id, uint32_t length, WcOpcode op, bool report,
+                          uint32_t& run) noexcept;
 
   // Why the connection failed: filled in once, on the data path, without allocating.
   enum class Failure : uint8_t {
@@ -139,6 +150,7 @@ class VerbsConnection final : public Connection {
   struct SendSlot {
     uint64_t wr_id = 0;
     uint32_t length = 0;
+    WcOpcode op = WcOpcode::rdma_write;
     bool report = false;  // the caller asked for a completion
   };
   std::vector<SendSlot> slots_;

@@ -31,6 +31,7 @@ PostStatus VerbsConnection::post_writes(std::span<const WriteRequest> requests) 
     const uint64_t seq = sq_tail_ + i;
     SendSlot& slot = slots_[seq % sq_depth_];
     slot.wr_id = r.wr_id;
+    slot.op = WcOpcode::rdma_write;
     const auto total = static_cast<uint32_t>(r.total_length());
     slot.length = total;
     slot.report = r.signaled;
@@ -61,6 +62,10 @@ PostStatus VerbsConnection::post_writes(std::span<const WriteRequest> requests) 
     }
     wr.next = i + 1 < n ? &send_wrs_[i + 1] : nullptr;
   }
+  return submit_send_chain(n, run);
+}
+
+PostStatus VerbsConnection::submit_send_chain(size_t n, uint32_t run) noexcept {
   ibv_send_wr* bad = nullptr;
   int rc = ibv_post_send(qp_.get(), send_wrs_.data(), &bad);
   if (rc != 0) {
@@ -147,7 +152,7 @@ size_t VerbsConnection::reap_send(std::span<Completion> out) noexcept {
       // Successful completions of requests the caller left unsignaled are not reported;
       // failed ones always are (every pending request completes).
       if (!slot.report && status == WcStatus::success) continue;
-      out[n++] = Completion{slot.wr_id, 0, slot.length, WcOpcode::rdma_write, status};
+      out[n++] = Completion{slot.wr_id, 0, slot.length, slot.op, status};
     }
   }
   return n;
@@ -171,7 +176,11 @@ size_t VerbsConnection::reap_recv(std::span<Completion> out) noexcept {
         ++consumed_auto_;
       }
       const uint32_t imm = (wc[i].wc_flags & IBV_WC_WITH_IMM) != 0 ? ntohl(wc[i].imm_data) : 0;
-      out[n++] = Completion{wc[i].wr_id, imm, wc[i].byte_len, WcOpcode::recv_rdma_with_imm, status};
+      // A Send's receive: IBV_WC_RECV (the opcode is only valid on success).
+      const WcOpcode op = status == WcStatus::success && wc[i].opcode == IBV_WC_RECV
+                              ? WcOpcode::recv
+                              : WcOpcode::recv_rdma_with_imm;
+      out[n++] = Completion{wc[i].wr_id, imm, wc[i].byte_len, op, status};
     }
   }
   return n;

@@ -64,6 +64,11 @@ class FaultInjectingConnection final : public Connection {
 
   PostStatus post_writes(std::span<const WriteRequest> requests) noexcept override;
   PostStatus post_recvs(uint32_t count, uint64_t first_wr_id) noexcept override;
+  // Sends and reads get post_delay; their completions are held, failed and flushed like
+  // those of writes. Drops and corruption count writes only.
+  PostStatus post_sends(std::span<const SendRequest> requests) noexcept override;
+  PostStatus post_recv_buffers(std::span<const RecvBuffer> buffers) noexcept override;
+  PostStatus post_reads(std::span<const ReadRequest> requests) noexcept override;
   size_t poll(std::span<Completion> out) noexcept override;
   Status wait(std::chrono::milliseconds timeout) override;
   [[nodiscard]] bool healthy() const noexcept override;

@@ -1,0 +1,43 @@
+// The YCSB core workloads this driver runs and the options of one run.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "generators.h"
+#include "rdmarepl/reads/consistency.h"
+#include "rdmarepl/transport/kind.h"
+
+namespace rdmarepl::ycsb {
+
+// Proportions of one core workload (YCSB's workloads/workload[a-f], without scans).
+struct Mix {
+  char name = 'C';
+  double read = 1.0;
+  double update = 0;
+  double insert = 0;
+  double read_modify_write = 0;
+  Distribution distribution = Distribution::zipfian;
+};
+
+// A: 50/50 read/update; B: 95/5; C: read only; D: 95% reads of the latest, 5% inserts;
+// F: 50% reads, 50% read-modify-write. Returns false for another letter.
+bool core_workload(char letter, Mix& out);
+
+struct RunOptions {
+  Mix mix;
+  uint64_t record_count = 10'000;
+  uint64_t operation_count = 100'000;
+  uint32_t value_bytes = 1024;
+  uint32_t threads = 4;
+  uint64_t target_ops = 0;  // 0: as fast as possible
+  uint32_t followers = 2;
+  transport::TransportKind transport = transport::TransportKind::tcp;
+  reads::Consistency::Kind consistency = reads::Consistency::Kind::any;
+  std::chrono::milliseconds at_least_wait{100};
+  uint32_t shards = 2;
+  uint64_t seed = 1;
+};
+
+}  // namespace rdmarepl::ycsb

@@ -1,0 +1,37 @@
+// One YCSB run in this process: a leader channel and followers (TCP or verbs on loopback),
+// a ReadServer on each follower, and client threads with their own ReadClient. Updates and
+// inserts go through the leader's replicate(); reads go to the followers.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "rdmarepl/core/result.h"
+#include "rdmarepl/metrics/histogram.h"
+#include "workload.h"
+
+namespace rdmarepl::ycsb {
+
+struct OpStats {
+  uint64_t operations = 0;
+  uint64_t failed = 0;  // errors and (at_least) "behind" answers
+  metrics::Histogram::Snapshot latency_ns;
+};
+
+struct RunResult {
+  std::map<std::string, OpStats> ops;  // "READ", "UPDATE", "INSERT", "READ-MODIFY-WRITE"
+  double seconds = 0;
+  double throughput = 0;   // operations per second, every type
+  double cpu_seconds = 0;  // user + system of this process (every node of the run)
+  uint64_t verified_reads = 0;
+  uint64_t bad_values = 0;   // not a value the leader wrote for that key
+  uint64_t stale_reads = 0;  // at_least: older than the client's own last write
+  [[nodiscard]] bool verified() const noexcept {
+    return bad_values == 0 && stale_reads == 0 && verified_reads > 0;
+  }
+};
+
+Result<RunResult> run(const RunOptions& options);
+
+}  // namespace rdmarepl::ycsb

@@ -1,0 +1,180 @@
+// The read server: an accepting thread and a serving thread over one transport instance.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "rdmarepl/core/clock.h"
+#include "rdmarepl/core/log.h"
+#include "rdmarepl/reads/read_server.h"
+#include "read_format.h"
+#include "replication/transport_select.h"
+#include "server_connection.h"
+
+namespace rdmarepl::reads {
+namespace {
+
+constexpr auto kAcceptSlice = std::chrono::milliseconds(100);
+// The serving thread spins while requests came within the last kSpinNs; then, with one
+// client, it blocks in that connection's wait() (up to kIdleWait), with more it sleeps
+// kIdleSleep between rounds.
+constexpr uint64_t kSpinNs = 200'000;
+constexpr auto kIdleSleep = std::chrono::microseconds(20);
+constexpr auto kIdleWait = std::chrono::milliseconds(1);
+
+class ServerImpl final : public ReadServerCore {
+ public:
+  ServerImpl(const ReadServerOptions& options, const ReadHooks& hooks,
+             std::unique_ptr<transport::Transport> transport,
+             std::unique_ptr<transport::Listener> listener)
+      : options_(options),
+        hooks_(hooks),
+        transport_(std::move(transport)),
+        listener_(std::move(listener)),
+        endpoint_(listener_->local_endpoint()) {
+    Hello h{kServerHelloMagic, options.leader, options.queue_depth, options.max_request_bytes,
+            options.max_response_bytes};
+    hello_.resize(kHelloBytes);
+    encode_hello(h, reinterpret_cast<uint8_t*>(hello_.data()));
+    acceptor_ = std::thread([this] { accept_loop(); });
+    server_ = std::thread([this] { serve_loop(); });
+  }
+  ~ServerImpl() override { close(); }
+
+  transport::Endpoint local_endpoint() const override { return endpoint_; }
+  ReadServerStats stats() const override {
+    ReadServerStats s;
+    s.connections = connections_.load(std::memory_order_relaxed);
+    s.requests = requests_.load(std::memory_order_relaxed);
+    s.keys = keys_.load(std::memory_order_relaxed);
+    s.bad_requests = bad_.load(std::memory_order_relaxed);
+    s.behind = behind_.load(std::memory_order_relaxed);
+    return s;
+  }
+  void close() noexcept override {
+    if (stop_.exchange(true)) return;
+    if (acceptor_.joinable()) acceptor_.join();
+    if (server_.joinable()) server_.join();
+  }
+
+ private:
+  void accept_loop() {
+    transport::ConnectionOptions co;
+    co.node_id = options_.node_id;
+    co.pre_shared_key = options_.pre_shared_key;
+    co.app_data = hello_;
+    co.send_queue_depth = options_.queue_depth + 2;
+    co.recv_queue_depth = options_.queue_depth + 2;
+    while (!stop_.load(std::memory_order_relaxed)) {
+      auto conn = listener_->accept(co, kAcceptSlice);
+      if (!conn.ok()) {
+        if (conn.error().code() != make_error_code(Errc::timeout))
+          log::warn("reads: refused a client on {}: {}", endpoint_.to_string(),
+                    conn.error().message());
+        continue;
+      }
+      admit(std::move(*conn));
+    }
+  }
+
+  void admit(std::unique_ptr<transport::Connection> conn) {
+    Hello client;
+    std::string_view why;
+    const std::string who = fmt::format("'{}' at {}", conn->peer().node_id, conn->peer().address);
+    if (!parse_hello(conn->peer().app_data, kClientHelloMagic, client, why)) {
+      log::warn("reads: refused client {}: {}", who, why);
+      conn->close();
+      return;
+    }
+    if (connections_.load() >= options_.max_connections) {
+      log::warn("reads: refused client {}: already {} clients (ReadServerOptions::max_connections)",
+                who, options_.max_connections);
+      conn->close();
+      return;
+    }
+    auto sc = ServerConnection::start(*transport_, std::move(conn), options_, hooks_);
+    if (!sc.ok()) {
+      log::warn("reads: could not serve client {}: {}", who, sc.error().message());
+      return;
+    }
+    std::lock_guard lock(mu_);
+    incoming_.push_back(std::move(*sc));
+    connections_.fetch_add(1);
+  }
+
+  void serve_loop() {
+    std::vector<std::unique_ptr<ServerConnection>> live;
+    ServeCounters c;
+    uint64_t last_work = mono_ns();
+    while (!stop_.load(std::memory_order_relaxed)) {
+      {
+        std::lock_guard lock(mu_);
+        for (auto& s : incoming_) live.push_back(std::move(s));
+        incoming_.clear();
+      }
+      const uint64_t now = mono_ns();
+      size_t work = 0;
+      for (size_t i = 0; i < live.size();) {
+        bool alive = true;
+        work += live[i]->serve(now, c, alive);
+        if (!alive) {
+          live[i] = std::move(live.back());
+          live.pop_back();
+          connections_.fetch_sub(1);
+          continue;
+        }
+        ++i;
+      }
+      requests_.store(c.requests, std::memory_order_relaxed);
+      keys_.store(c.keys, std::memory_order_relaxed);
+      bad_.store(c.bad_requests, std::memory_order_relaxed);
+      behind_.store(c.behind, std::memory_order_relaxed);
+      if (work > 0) last_work = now;
+      if (now - last_work > kSpinNs) {
+        if (live.size() == 1)
+          (void)live[0]->connection().wait(kIdleWait);
+        else
+          std::this_thread::sleep_for(kIdleSleep);
+      }
+    }
+    for (auto& s : live) s->connection().close();
+  }
+
+  ReadServerOptions options_;
+  ReadHooks hooks_;
+  std::unique_ptr<transport::Transport> transport_;
+  std::unique_ptr<transport::Listener> listener_;
+  transport::Endpoint endpoint_;
+  std::string hello_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<std::unique_ptr<ServerConnection>> incoming_;
+  std::atomic<uint64_t> connections_{0};
+  std::atomic<uint64_t> requests_{0};
+  std::atomic<uint64_t> keys_{0};
+  std::atomic<uint64_t> bad_{0};
+  std::atomic<uint64_t> behind_{0};
+  std::thread acceptor_;
+  std::thread server_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ReadServerCore>> ReadServerCore::create(const ReadServerOptions& options,
+                                                               const ReadHooks& hooks) {
+  RDMAREPL_TRY(options.validate());
+  auto transport = replication::select_transport(options.transport);
+  if (!transport.ok()) return std::move(transport).error();
+  auto listener = (*transport)->listen(options.listen);
+  if (!listener.ok()) {
+    return Error(listener.error().code(),
+                 fmt::format("read server: cannot listen on {}: {}", options.listen.to_string(),
+                             listener.error().message()));
+  }
+  return std::unique_ptr<ReadServerCore>(
+      new ServerImpl(options, hooks, std::move(*transport), std::move(*listener)));
+}
+
+}  // namespace rdmarepl::reads

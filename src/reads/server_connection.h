@@ -1,0 +1,75 @@
+// One client connection of a read server: its registered request and response buffers,
+// the requests parked until the replica catches up (at_least), and the answering of each
+// request. Private to the read server; driven by its serving thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rdmarepl/reads/options.h"
+#include "rdmarepl/reads/read_server.h"
+#include "rdmarepl/transport/transport.h"
+#include "read_format.h"
+
+namespace rdmarepl::reads {
+
+// Counters the serving thread adds to (plain: one writer; published by the core).
+struct ServeCounters {
+  uint64_t requests = 0;
+  uint64_t keys = 0;
+  uint64_t bad_requests = 0;
+  uint64_t behind = 0;
+};
+
+class ServerConnection {
+ public:
+  // Registers the buffers, posts the receives and sends the "ready" message.
+  static Result<std::unique_ptr<ServerConnection>> start(
+      transport::Transport& transport, std::unique_ptr<transport::Connection> conn,
+      const ReadServerOptions& options, const ReadHooks& hooks);
+
+  // Reaps completions, answers requests and parked requests that became answerable.
+  // Returns how much work it did (0: idle). False in `alive` once the connection failed.
+  size_t serve(uint64_t now_ns, ServeCounters& counters, bool& alive) noexcept;
+  [[nodiscard]] const std::string& peer_name() const noexcept { return peer_name_; }
+  [[nodiscard]] transport::Connection& connection() noexcept { return *conn_; }
+
+ private:
+  struct Parked {
+    uint32_t slot = 0;
+    RequestHeader header;
+    uint64_t deadline_ns = 0;
+  };
+  ServerConnection(std::unique_ptr<transport::Connection> conn, const ReadServerOptions& options,
+                   const ReadHooks& hooks);
+
+  void on_request(uint32_t slot, uint32_t bytes, uint64_t now_ns, ServeCounters& c) noexcept;
+  // Answers the request in receive slot `slot` (its keys parsed again) and reposts the slot.
+  void answer(uint32_t slot, const RequestHeader& h, ResponseStatus status, uint64_t behind_by,
+              ServeCounters& c) noexcept;
+  void answer_bad(uint32_t slot, uint32_t request_id, std::string_view why,
+                  ServeCounters& c) noexcept;
+  void send(uint32_t tx, size_t bytes) noexcept;
+  void repost(uint32_t slot) noexcept;
+  bool take_tx(uint32_t& tx) noexcept;
+  void fail(std::string why) noexcept;
+
+  std::unique_ptr<transport::Connection> conn_;
+  ReadServerOptions options_;
+  ReadHooks hooks_;
+  std::string peer_name_;
+  std::vector<uint8_t> rx_;  // queue_depth request slots
+  std::vector<uint8_t> tx_;  // queue_depth response slots
+  std::unique_ptr<transport::MemoryRegion> rx_mr_;
+  std::unique_ptr<transport::MemoryRegion> tx_mr_;
+  std::vector<uint32_t> rx_bytes_;  // length of the request in each receive slot
+  std::vector<uint32_t> free_tx_;
+  std::vector<Parked> parked_;
+  std::vector<std::string_view> keys_;
+  std::string value_;  // get()'s output, reused
+  bool failed_ = false;
+};
+
+}  // namespace rdmarepl::reads
