@@ -30,12 +30,12 @@ void leader(std::string_view bytes) {
     check(!h.error().message().empty());
     return;
   }
-  check(h->shard < h->shard_count);
+  check(h->carrier < h->shard_count);
   auto again = repl::parse_leader_hello(repl::encode(*h), "fuzz");
   check(again.ok());
-  check(again->shard == h->shard && again->shard_count == h->shard_count &&
-        again->queue_depth == h->queue_depth && again->ring_bytes == h->ring_bytes &&
-        again->large_bytes == h->large_bytes);
+  check(again->carrier == h->carrier && again->session == h->session &&
+        again->shard_count == h->shard_count && again->queue_depth == h->queue_depth &&
+        again->ring_bytes == h->ring_bytes && again->large_bytes == h->large_bytes);
 }
 
 void follower(std::string_view bytes) {
