@@ -132,6 +132,12 @@ TEST_CASE("an acknowledgement of records never sent on the connection drops it",
   test::MapStore store;
   auto leader = open(o, store, fabric);
   forged.accept();
+  // The handshake is done on the follower's side; the leader installs the connection just
+  // after. An acknowledgement is only judged on an installed connection.
+  const auto up_by = std::chrono::steady_clock::now() + 10s;
+  while (!leader->metrics().follower_connected[0] && std::chrono::steady_clock::now() < up_by)
+    std::this_thread::sleep_for(2ms);
+  REQUIRE(leader->metrics().follower_connected[0]);
   Ticket last;
   for (int i = 0; i < 10; ++i) {
     auto w = leader->replicate("k" + std::to_string(i), "v");

@@ -280,15 +280,17 @@ TEST_CASE("a leader's log and checkpoints keep groups whole for a follower caugh
   const Pairs pairs(*leader);
   Reader reader(fstore, pairs);
   auto follower = open<GChannel>(follower_at(32200), fstore, fabric);
-  groups += write_mix(*leader, expected, pairs, 500, 30, last);
+  // The restarted leader's store gets these writes: a checkpoint taken from now on
+  // snapshots it, and may cover all of them.
+  groups += write_mix(*leader, lstore, pairs, 500, 30, last);
   auto st = leader->wait_all_acked(60s);
   INFO((st.ok() ? std::string() : st.error().message()));
   REQUIRE(st.ok());
-  CHECK(fstore.digest() == expected.digest());
+  CHECK(fstore.digest() == lstore.digest());
   CHECK(reader.broken.load() == 0);
   CHECK(follower->metrics().checkpoints_installed >= 1);
-  // Whatever came after the checkpoint came as groups; the checkpoint set the position.
-  CHECK(fstore.counter(&GroupMapStore::groups) > 0);
+  // Whatever came after the checkpoint came as groups (none when a checkpoint taken after
+  // the last write was shipped); the checkpoint set the position.
   CHECK(fstore.counter(&GroupMapStore::groups) <= groups);
   CHECK(fstore.counter(&GroupMapStore::duplicates) == 0);
   CHECK(fstore.counter(&GroupMapStore::gaps) == 0);
