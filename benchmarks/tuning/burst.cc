@@ -12,7 +12,7 @@
 // Every strategy runs once per repeat; repeats rotate the order. Reported per strategy: the
 // throughput, the share of windows whose p99 is over the SLO, and the spread of the window
 // p99s (standard deviation, maximum), as medians over the repeats with the smallest and
-// largest; then the targets for the model-driven tuners against best-fixed and the
+// largest; then the targets for the model-driven tuners against best-fixed and the
 // oracle. Per window: a CSV for benchmarks/tuning/plot_burst.py.
 #include <fmt/format.h>
 
@@ -238,7 +238,7 @@ void print_table(const Table& t, const std::vector<std::string>& order) {
   }
 }
 
-// The targets for a model-driven tuner, on the medians over the repeats.
+// The targets for a model-driven tuner, on the medians over the repeats.
 bool print_targets(const Table& t, const std::string& tuner) {
   std::vector<double> viol_ratio, tp_ratio, worst_phase;
   const auto& tr = t.at(tuner);
