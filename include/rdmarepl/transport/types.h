@@ -131,6 +131,8 @@ struct SendRequest {
   uint32_t length = 0;
   uint32_t lkey = 0;
   bool signaled = true;  // unsignaled sends produce no completion on success
+  // Well formed: a non-empty message names where its bytes are.
+  [[nodiscard]] bool well_formed() const noexcept { return length == 0 || local_addr != nullptr; }
 };
 
 // One receive buffer for two-sided messages: `length` bytes at `addr`, covered by `lkey` of
@@ -155,6 +157,8 @@ struct ReadRequest {
   uint32_t lkey = 0;
   uint64_t remote_addr = 0;
   uint32_t rkey = 0;
+  // Well formed: a non-empty read names where its bytes go.
+  [[nodiscard]] bool well_formed() const noexcept { return length == 0 || local_addr != nullptr; }
 };
 
 // Reads a connection may have outstanding at the responder (the verbs max_rd_atomic the

@@ -6,7 +6,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 
 namespace rdmarepl::transport::tcp {
@@ -85,11 +84,7 @@ Error TcpConnection::error() const {
 }
 
 PostStatus TcpConnection::post_writes(std::span<const WriteRequest> requests) noexcept {
-  if (!healthy()) return PostStatus::disconnected;
-  if (requests.empty()) return PostStatus::ok;
-  if (requests.size() > sq_.size() - send_in_use()) return PostStatus::queue_full;
-  for (const auto& r : requests)
-    if (!r.well_formed()) return PostStatus::invalid;
+  if (PostStatus st = admit(requests); st != PostStatus::ok || requests.empty()) return st;
   for (const auto& r : requests) push_slot(Kind::write, r.wr_id, r, nullptr);
   progress_send();
   return PostStatus::ok;

@@ -89,6 +89,18 @@ class TcpConnection final : public Connection {
   static constexpr size_t kRecvBudgetBytes = 8u << 20;
 
   SendSlot& slot(uint64_t index) noexcept { return sq_[index % sq_.size()]; }
+  // The checks every post_*() makes before it queues anything, in this order: the
+  // connection is up, the requests fit in the send queue, each is well formed. ok means go
+  // on (with no requests: nothing to do).
+  template <class Request>
+  [[nodiscard]] PostStatus admit(std::span<const Request> requests) const noexcept {
+    if (!healthy()) return PostStatus::disconnected;
+    if (requests.empty()) return PostStatus::ok;
+    if (requests.size() > sq_.size() - send_in_use()) return PostStatus::queue_full;
+    for (const Request& r : requests)
+      if (!r.well_formed()) return PostStatus::invalid;
+    return PostStatus::ok;
+  }
   [[nodiscard]] uint64_t send_in_use() const noexcept {
     return (sq_posted_ - sq_retired_) + send_cq_pending_;
   }

@@ -7,11 +7,7 @@
 namespace rdmarepl::transport::tcp {
 
 PostStatus TcpConnection::post_sends(std::span<const SendRequest> requests) noexcept {
-  if (!healthy()) return PostStatus::disconnected;
-  if (requests.empty()) return PostStatus::ok;
-  if (requests.size() > sq_.size() - send_in_use()) return PostStatus::queue_full;
-  for (const auto& r : requests)
-    if (r.length > 0 && r.local_addr == nullptr) return PostStatus::invalid;
+  if (PostStatus st = admit(requests); st != PostStatus::ok || requests.empty()) return st;
   for (const auto& r : requests) {
     WriteRequest w;
     w.local_addr = r.local_addr;
@@ -25,11 +21,7 @@ PostStatus TcpConnection::post_sends(std::span<const SendRequest> requests) noex
 }
 
 PostStatus TcpConnection::post_reads(std::span<const ReadRequest> requests) noexcept {
-  if (!healthy()) return PostStatus::disconnected;
-  if (requests.empty()) return PostStatus::ok;
-  if (requests.size() > sq_.size() - send_in_use()) return PostStatus::queue_full;
-  for (const auto& r : requests)
-    if (r.length > 0 && r.local_addr == nullptr) return PostStatus::invalid;
+  if (PostStatus st = admit(requests); st != PostStatus::ok || requests.empty()) return st;
   for (const auto& r : requests) {
     WriteRequest w;
     w.local_addr = r.local_addr;

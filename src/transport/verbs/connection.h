@@ -101,6 +101,18 @@ class VerbsConnection final : public Connection {
   Status cm_handshake(CmPipe& pipe, bootstrap::Role role, const ConnectionOptions& options,
                       Deadline deadline);
   int liveness_fd() const noexcept;
+  // The checks every post_*() makes before it chains anything, in this order: nothing to
+  // post, the connection failed, the requests do not fit in the send queue, one is not well
+  // formed. ok means go on (with no requests: nothing to do).
+  template <class Request>
+  [[nodiscard]] PostStatus admit(std::span<const Request> requests) const noexcept {
+    if (requests.empty()) return PostStatus::ok;
+    if (failed_.load(std::memory_order_relaxed)) return PostStatus::disconnected;
+    if (sq_tail_ - sq_head_ + requests.size() > sq_depth_) return PostStatus::queue_full;
+    for (const Request& r : requests)
+      if (!r.well_formed()) return PostStatus::invalid;
+    return PostStatus::ok;
+  }
   // Posts send_wrs_[0, n) (filled, chained) and accounts the slots; `run` is the new
   // unsignaled run. All or nothing, else the connection fails.
   PostStatus submit_send_chain(size_t n, uint32_t run) noexcept;

@@ -18,13 +18,8 @@ constexpr int kPollChunk = 32;
 }  // namespace
 
 PostStatus VerbsConnection::post_writes(std::span<const WriteRequest> requests) noexcept {
-  if (requests.empty()) return PostStatus::ok;
-  if (failed_.load(std::memory_order_relaxed)) return PostStatus::disconnected;
+  if (PostStatus st = admit(requests); st != PostStatus::ok || requests.empty()) return st;
   const size_t n = requests.size();
-  if (sq_tail_ - sq_head_ + n > sq_depth_) return PostStatus::queue_full;
-  for (const auto& r : requests) {
-    if (!r.well_formed()) return PostStatus::invalid;
-  }
   uint32_t run = unsignaled_run_;
   for (size_t i = 0; i < n; ++i) {
     const WriteRequest& r = requests[i];

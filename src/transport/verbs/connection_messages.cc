@@ -28,12 +28,8 @@ ibv_send_wr& VerbsConnection::prepare_wr(size_t i, uint64_t wr_id, uint32_t leng
 }
 
 PostStatus VerbsConnection::post_sends(std::span<const SendRequest> requests) noexcept {
-  if (requests.empty()) return PostStatus::ok;
-  if (failed_.load(std::memory_order_relaxed)) return PostStatus::disconnected;
+  if (PostStatus st = admit(requests); st != PostStatus::ok || requests.empty()) return st;
   const size_t n = requests.size();
-  if (sq_tail_ - sq_head_ + n > sq_depth_) return PostStatus::queue_full;
-  for (const auto& r : requests)
-    if (r.length > 0 && r.local_addr == nullptr) return PostStatus::invalid;
   uint32_t run = unsignaled_run_;
   for (size_t i = 0; i < n; ++i) {
     const SendRequest& r = requests[i];
@@ -52,12 +48,8 @@ PostStatus VerbsConnection::post_sends(std::span<const SendRequest> requests) no
 }
 
 PostStatus VerbsConnection::post_reads(std::span<const ReadRequest> requests) noexcept {
-  if (requests.empty()) return PostStatus::ok;
-  if (failed_.load(std::memory_order_relaxed)) return PostStatus::disconnected;
+  if (PostStatus st = admit(requests); st != PostStatus::ok || requests.empty()) return st;
   const size_t n = requests.size();
-  if (sq_tail_ - sq_head_ + n > sq_depth_) return PostStatus::queue_full;
-  for (const auto& r : requests)
-    if (r.length > 0 && r.local_addr == nullptr) return PostStatus::invalid;
   uint32_t run = unsignaled_run_;
   for (size_t i = 0; i < n; ++i) {
     const ReadRequest& r = requests[i];
