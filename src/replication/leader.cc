@@ -18,6 +18,25 @@ namespace rdmarepl::replication::detail {
 
 using transport::Access;
 
+namespace {
+
+// The QP manager of one follower's carriers. Every carrier's queues are queue_depth + 8 deep
+// (connect_carrier()), which is also the size its completion queues are created with: the
+// budget gives each shard that much, so N carriers of S shards get S / N shards' worth each
+// (a carrier carries about S / N shards), never below their creation size, and the
+// follower's completion entries stay about the same whatever N is. Every carrier above N may
+// wait in the pool.
+transport::QpManagerOptions carrier_qp_options(const ChannelOptions& o, ChannelMetrics& m) {
+  transport::QpManagerOptions q;
+  q.max_idle = o.shards;
+  q.cq_budget = o.shards * (o.queue_depth + 8);
+  q.reused_counter = &m.qps_reused;
+  q.resize_counter = &m.cq_resizes;
+  return q;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& options,
                                                     std::unique_ptr<transport::Transport> t,
                                                     const StoreHooks& store) {
@@ -36,6 +55,11 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
     // carrier of an old one into a new session.
     fc->session = static_cast<uint32_t>(wall_ns() ^ (uint64_t{f} << 24));
     for (uint32_t k = 0; k < options.shards; ++k) fc->slots.push_back(std::make_unique<Carrier>());
+    fc->qps = std::make_unique<transport::QpManager>(
+        [leader = self.get(), raw = fc.get()](uint32_t k) {
+          return leader->connect_carrier(*raw, k);
+        },
+        carrier_qp_options(options, self->metrics_));
     self->carriers_.push_back(std::move(fc));
   }
   self->metrics_.carriers.store(1);
@@ -270,13 +294,17 @@ void Leader::send_pending(Shard& s) noexcept {
 size_t Leader::poll_carrier(FollowerCarriers& fc, Carrier& c) noexcept {
   std::unique_lock lock(c.mu, std::try_to_lock);
   if (!lock.owns_lock() || !c.conn) return 0;
+  return drain_carrier(fc, *c.conn);
+}
+
+size_t Leader::drain_carrier(FollowerCarriers& fc, transport::Connection& conn) noexcept {
   std::array<transport::Completion, 32> wc;
-  const size_t n = c.conn->poll(wc);
+  const size_t n = conn.poll(wc);
   uint32_t reposts = 0;
   for (size_t i = 0; i < n; ++i) {
     const auto& e = wc[i];
     if (e.status != transport::WcStatus::success) {
-      fc.fail(transport::failure_reason(*c.conn, e.status));
+      fc.fail(transport::failure_reason(conn, e.status));
       return n;
     }
     if (e.opcode != transport::WcOpcode::recv_rdma_with_imm) continue;
@@ -298,7 +326,7 @@ size_t Leader::poll_carrier(FollowerCarriers& fc, Carrier& c) noexcept {
     // The newest acknowledgement wins: they are cumulative. take_ack() checks it.
     l->ack_in.store(Link::kAckPresent | imm_arg(e.imm), std::memory_order_release);
   }
-  if (reposts != 0 && c.conn->post_recvs(reposts) != transport::PostStatus::ok)
+  if (reposts != 0 && conn.post_recvs(reposts) != transport::PostStatus::ok)
     fc.fail("re-posting receives failed");
   return n;
 }

@@ -119,6 +119,8 @@ class Leader final : public CoreBase, private CatchUpHost {
   void send_pending(Shard& s) noexcept override;
   // Drains one carrier's completions into its links' mailboxes (no shard lock needed).
   size_t poll_carrier(FollowerCarriers& fc, Carrier& c) noexcept;
+  // The same for one connection the caller has to itself (mu held, or pooled).
+  size_t drain_carrier(FollowerCarriers& fc, transport::Connection& conn) noexcept;
   size_t poll_carriers(uint32_t worker, uint32_t workers) noexcept;
   // Processes the newest acknowledgement the poller left for `l` (shard lock held).
   void take_ack(Shard& s, Link& l) noexcept;
@@ -133,6 +135,10 @@ class Leader final : public CoreBase, private CatchUpHost {
   void end_session(FollowerCarriers& fc) noexcept;
   // Connects carriers below N that are not up; counts idle ones taken back from the pool.
   void adjust_carriers(FollowerCarriers& fc) noexcept;
+  // Releases carrier `c` (at or above N) to the QP manager's pool when no shard uses it.
+  void pool_idle(FollowerCarriers& fc, Carrier& c) noexcept;
+  // Resizes the completion queues of carriers 0..n-1 to the QP manager's share for N = n.
+  void fit_carriers(FollowerCarriers& fc, uint32_t n) noexcept;
   Result<std::unique_ptr<transport::Connection>> connect_carrier(FollowerCarriers& fc,
                                                                  uint32_t k) noexcept;
   void close_carriers(FollowerCarriers& fc) noexcept;

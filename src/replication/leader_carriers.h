@@ -1,9 +1,11 @@
 // The connections that carry one follower's shards ("carriers": a QP on verbs, a socket on
 // TCP). A fixed set of shards is carried by N active carriers per follower, where N is the
 // live QP-count knob (tuning::Knobs::shards): shard i prefers carrier i % N and moves there
-// only with nothing in flight (Link::post_batch), so its batches stay in order. Carriers at
-// N and above that no shard uses any more go idle but stay connected, in the pool, and are
-// taken again when N grows. All carriers of a follower share one session (one handshake,
+// only with nothing in flight (Link::post_batch), so its batches stay in order. The
+// connections come from the follower's QP manager (src/transport/qp_manager.h): carriers at
+// N and above that no shard uses any more are released to its pool, still connected, and
+// taken again from it when N grows; it resizes the active carriers' completion queues when
+// N changes. All carriers of a follower share one session (one handshake,
 // one set of resume points and buffer generations): when one fails, the session ends and
 // the control thread starts a new one. See docs/replication.md, "Carriers".
 #pragma once
@@ -17,6 +19,7 @@
 
 #include "rdmarepl/replication/channel_metrics.h"
 #include "rdmarepl/transport/transport.h"
+#include "transport/qp_manager.h"
 
 namespace rdmarepl::replication::detail {
 
@@ -26,9 +29,11 @@ struct Carrier {
   std::mutex mu;
   std::unique_ptr<transport::Connection> conn;
   std::atomic<bool> up{false};
-  uint32_t inflight = 0;           // mu: batches posted on it, not yet acknowledged
-  std::atomic<uint32_t> users{0};  // links whose current carrier this is
-  bool idle = false;               // control thread: in the pool (at or above N, unused)
+  uint32_t inflight = 0;  // mu: batches posted on it, not yet acknowledged
+  // Links whose current carrier this is. Raised under mu (Link::post_batch), so that the
+  // control thread can pool the carrier under mu when it is 0; install() raises carrier
+  // 0's without it: carrier 0 is never pooled (N >= 1).
+  std::atomic<uint32_t> users{0};
 };
 
 struct FollowerCarriers {
@@ -36,9 +41,12 @@ struct FollowerCarriers {
   ChannelMetrics* metrics = nullptr;
   uint32_t queue_depth = 0;  // batches a follower takes per connection (it posts more receives)
   std::vector<std::unique_ptr<Carrier>> slots;  // ChannelOptions::shards of them at most
-  std::atomic<uint32_t> active{1};              // N: carriers shards are spread over
-  std::atomic<bool> up{false};                  // a session is established
-  std::atomic<bool> failed{false};              // the session is over: its links go down
+  // Control thread: makes the carriers' connections and pools the idle ones (cleared when
+  // the session ends: its connections belong to the session).
+  std::unique_ptr<transport::QpManager> qps;
+  std::atomic<uint32_t> active{1};  // N: carriers shards are spread over
+  std::atomic<bool> up{false};      // a session is established
+  std::atomic<bool> failed{false};  // the session is over: its links go down
   std::mutex why_mu;
   std::string why;       // why_mu: what ended the session
   uint32_t session = 0;  // control thread: the session id the hellos carry

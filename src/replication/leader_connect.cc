@@ -70,7 +70,7 @@ bool Leader::start_session(FollowerCarriers& fc) noexcept {
     fc.last_error = msg;
   };
   ++fc.session;
-  auto conn = connect_carrier(fc, 0);
+  auto conn = fc.qps->acquire(0);  // the pool is empty: a new session needs new connections
   if (!conn.ok()) {
     report(fmt::format("cannot connect ({}); retrying in {} ms (backing off to every {} ms)",
                        conn.error().message(), fc.backoff_ns / 1'000'000,
@@ -88,7 +88,6 @@ bool Leader::start_session(FollowerCarriers& fc) noexcept {
     std::lock_guard lock(c0.mu);
     c0.conn = std::move(conn).value();
     c0.inflight = 0;
-    c0.idle = false;
     c0.up.store(true, std::memory_order_release);
   }
   fc.failed.store(false, std::memory_order_release);
@@ -135,30 +134,23 @@ void Leader::close_carriers(FollowerCarriers& fc) noexcept {
     if (c->conn) c->conn->close();
     c->conn.reset();
     c->inflight = 0;
-    c->idle = false;
     c->users.store(0, std::memory_order_relaxed);
   }
+  fc.qps->clear();  // pooled carriers belong to the session too
 }
 
 void Leader::adjust_carriers(FollowerCarriers& fc) noexcept {
   const uint32_t n = fc.active.load(std::memory_order_acquire);
-  for (uint32_t k = 0; k < fc.slots.size(); ++k) {
+  if (fc.qps->set_active(n)) fit_carriers(fc, n);
+  // Beyond N: back to the pool (still connected) once no shard posts on it any more.
+  for (uint32_t k = n; k < fc.slots.size(); ++k) pool_idle(fc, *fc.slots[k]);
+  // Pooled carriers are polled here, so that one that fails ends the session as an active
+  // one would (nothing is in flight on them).
+  fc.qps->for_each_idle([&](transport::Connection& c) { (void)drain_carrier(fc, c); });
+  for (uint32_t k = 0; k < n; ++k) {
     Carrier& c = *fc.slots[k];
-    if (k >= n) {
-      // Beyond N: idle (pooled, still connected) once no shard posts on it any more.
-      if (c.up.load(std::memory_order_acquire) && !c.idle &&
-          c.users.load(std::memory_order_acquire) == 0)
-        c.idle = true;
-      continue;
-    }
-    if (c.up.load(std::memory_order_acquire)) {
-      if (c.idle) {
-        c.idle = false;
-        ChannelMetrics::add(metrics_.carriers_reused);
-      }
-      continue;
-    }
-    auto conn = connect_carrier(fc, k);
+    if (c.up.load(std::memory_order_acquire)) continue;
+    auto conn = fc.qps->acquire(k);  // from the pool when it holds one: no handshake
     if (!conn.ok()) {
       log::warn(
           "rdmarepl leader: follower {}: carrier {} cannot connect ({}); its shards stay "
@@ -169,8 +161,30 @@ void Leader::adjust_carriers(FollowerCarriers& fc) noexcept {
     std::lock_guard lock(c.mu);
     c.conn = std::move(conn).value();
     c.inflight = 0;
-    c.idle = false;
     c.up.store(true, std::memory_order_release);
+  }
+}
+
+void Leader::pool_idle(FollowerCarriers& fc, Carrier& c) noexcept {
+  if (!c.up.load(std::memory_order_acquire) || c.users.load(std::memory_order_acquire) != 0) return;
+  std::unique_ptr<transport::Connection> conn;
+  {
+    std::lock_guard lock(c.mu);
+    if (!c.conn || c.users.load(std::memory_order_relaxed) != 0 || c.inflight != 0) return;
+    c.up.store(false, std::memory_order_release);
+    conn = std::move(c.conn);
+  }
+  fc.qps->release(std::move(conn));
+}
+
+void Leader::fit_carriers(FollowerCarriers& fc, uint32_t n) noexcept {
+  for (uint32_t k = 0; k < n && k < fc.slots.size(); ++k) {
+    Carrier& c = *fc.slots[k];
+    std::lock_guard lock(c.mu);  // no poll or post while its completion queues change
+    if (!c.conn) continue;
+    if (Status st = fc.qps->fit(*c.conn); !st.ok())
+      log::warn("rdmarepl leader: follower {}: carrier {}: {}; it keeps its completion queue size",
+                options_.peers[fc.follower].to_string(), k, st.error().message());
   }
 }
 

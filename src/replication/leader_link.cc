@@ -20,8 +20,15 @@ Link::Post Link::post_batch(const transport::WriteRequest& bytes, bool large_bat
   const uint32_t want = carriers->target(shard, carrier);
   if (want != carrier) {
     if (inflight_count > 0) return Post::no_room;
+    {
+      // The control thread pools a carrier nobody uses under this lock (Leader::pool_idle()):
+      // either it sees this user, or this shard sees the carrier gone and stays put.
+      Carrier& next = *carriers->slots[want];
+      std::lock_guard lock(next.mu);
+      if (!next.conn) return Post::no_room;
+      next.users.fetch_add(1, std::memory_order_relaxed);
+    }
     carriers->slots[carrier]->users.fetch_sub(1, std::memory_order_relaxed);
-    carriers->slots[want]->users.fetch_add(1, std::memory_order_relaxed);
     carrier = want;
     ChannelMetrics::add(carriers->metrics->carrier_moves);
   }

@@ -18,6 +18,7 @@
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/rdmarepl.h"
 #include "rdmarepl/wal/reader.h"
+#include "replication/transport_select.h"
 #include "test_store.h"
 #include "wal/wal_test_util.h"
 
@@ -559,13 +560,16 @@ TEST_CASE("a logged batch larger than the options allow fails catch-up with a cl
   CHECK(fstore.size() == 0);
 }
 
-// The QP-count knob over TCP: eight shards carried by N connections per follower, N moved up
-// and down while two writers load the channel. Shards move between connections only with
-// nothing in flight, so every record arrives once and in key order, no session restarts,
-// and connections left idle when N shrinks are taken back from the pool when it grows.
-TEST_CASE("the QP knob moves shards between carriers under load over TCP", "[knobs][carriers]") {
+// The QP-count knob: eight shards carried by N connections per follower, N moved up and
+// down while two writers load the channel. Shards move between connections only with nothing
+// in flight, so every record arrives once and in key order, no session restarts; connections
+// left idle when N shrinks go to the QP manager's pool and are taken back from it when N
+// grows, and the carriers' completion queues are resized as N changes.
+namespace {
+
+void carrier_scenario(TransportKind transport) {
   ChannelOptions o = test::loopback_options();
-  o.transport = TransportKind::tcp;
+  o.transport = transport;
   o.shards = 8;
   o.max_value_bytes = 4096;
   o.retain_bytes = 4 << 20;
@@ -634,8 +638,9 @@ TEST_CASE("the QP knob moves shards between carriers under load over TCP", "[kno
                          values[static_cast<size_t>(w)].end());
   }
   const auto m = ch.metrics();
-  WARN("carriers: " << total << " records in " << secs << " s, " << m.carrier_moves
-                    << " shard moves, " << m.carriers_reused << " carriers reused");
+  WARN("carriers over " << to_string(transport) << ": " << total << " records in " << secs << " s, "
+                        << m.carrier_moves << " shard moves, " << m.qps_reused
+                        << " QPs reused from the pool, " << m.cq_resizes << " CQ resizes");
   CHECK(failures == 0);
   {
     std::lock_guard lock(fstore.order.mu);
@@ -647,7 +652,27 @@ TEST_CASE("the QP knob moves shards between carriers under load over TCP", "[kno
   CHECK(fstore.map.digest() == MapStore::digest_of(expected_data));
   CHECK(m.reconnects == 0);  // moves never restarted the session
   CHECK(m.protocol_errors == 0);
-  CHECK(m.carrier_moves >= 8);    // every shard moved at least once
-  CHECK(m.carriers_reused >= 1);  // 8 -> 2 pooled six carriers, 2 -> 6 took four back
+  CHECK(m.carrier_moves >= 8);  // every shard moved at least once
+  CHECK(m.qps_reused >= 1);     // 8 -> 2 pooled six carriers, 2 -> 6 took four back
+  // Every change of N resizes the active carriers' completion queues (8 -> 2 grows carriers
+  // 0 and 1 to four shards' worth), and pooling shrinks them back to their floor.
+  CHECK(m.cq_resizes >= 2);
   CHECK((*follower)->metrics().protocol_errors == 0);
+}
+
+}  // namespace
+
+TEST_CASE("the QP knob moves shards between carriers under load over TCP", "[knobs][carriers]") {
+  carrier_scenario(TransportKind::tcp);
+}
+
+// Hidden: needs an RDMA device; run inside the Soft-RoCE VM by the rxe test rxe_carriers_verbs
+// (tests/rxe/CMakeLists.txt). Here the pooled connections are RC QPs and the resizes are
+// ibv_resize_cq calls on their CQs.
+TEST_CASE("the QP knob moves shards between carriers under load over verbs",
+          "[knobs][carriers][.verbs]") {
+  auto t = replication::select_transport(TransportKind::verbs);
+  INFO((t.ok() ? std::string() : t.error().message()));
+  REQUIRE(t.ok());
+  carrier_scenario(TransportKind::verbs);
 }

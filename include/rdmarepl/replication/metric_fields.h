@@ -25,7 +25,10 @@
   X(ack_timeouts, counter, "events", "leader: connections dropped by ack_timeout")                 \
   X(carriers, gauge, "connections", "leader: carriers the shards are spread over, per follower")   \
   X(carrier_moves, counter, "events", "leader: a shard moved to another carrier (drained first)")  \
-  X(carriers_reused, counter, "connections", "leader: idle carriers taken back from the pool")     \
+  X(qps_reused, counter, "connections",                                                            \
+    "leader: carriers taken from the QP manager's pool instead of connecting")                     \
+  X(cq_resizes, counter, "events",                                                                 \
+    "leader: a carrier's completion queues resized (ibv_resize_cq on verbs): N changed, pooled")   \
   X(records_applied, counter, "records", "follower: Store::apply calls")                           \
   X(records_recovered, counter, "records", "records replayed from the channel's WAL at create()")  \
   X(records_skipped, counter, "records", "follower: duplicates skipped after a reconnect")         \

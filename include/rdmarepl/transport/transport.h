@@ -86,6 +86,19 @@ class Connection {
   [[nodiscard]] virtual const PeerInfo& peer() const noexcept = 0;
   // Closes the connection; pending requests complete as flushed.
   virtual void close() noexcept = 0;
+
+  // Control plane (may allocate; not concurrently with the data path calls above): resizes
+  // the connection's completion queue(s) to hold `entries` completions each, never fewer
+  // than the connection's floor (what its send and receive queues can have outstanding,
+  // so that a queue can never overflow). Verbs: ibv_resize_cq on both CQs; TCP: its
+  // completion ring. Returns whether a size changed (false: already that size, or the
+  // transport has no completion queue to size). Used by the QP manager (qp_manager.h).
+  virtual Result<bool> resize_completions(uint32_t entries) {
+    (void)entries;
+    return false;
+  }
+  // The completion entries in force (0: the transport has no completion queue to size).
+  [[nodiscard]] virtual uint32_t completion_entries() const noexcept { return 0; }
 };
 
 // Why a completion with `status` failed on `conn`, in the words of the connection's own

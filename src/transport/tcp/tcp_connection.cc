@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace rdmarepl::transport::tcp {
@@ -560,6 +561,15 @@ void TcpConnection::retire_acked(uint64_t acked_seq) noexcept {
     }
     ++sq_retired_;
   }
+}
+
+Result<bool> TcpConnection::resize_completions(uint32_t entries) {
+  const size_t size = std::max<size_t>(entries, sq_.size() + rq_.size());
+  if (size == cq_.size()) return false;
+  std::vector<Completion> ring(size);
+  for (uint64_t i = cq_head_; i != cq_tail_; ++i) ring[i % size] = cq_[i % cq_.size()];
+  cq_ = std::move(ring);
+  return true;
 }
 
 void TcpConnection::push_completion(const Completion& c) noexcept {

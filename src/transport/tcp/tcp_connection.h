@@ -39,6 +39,12 @@ class TcpConnection final : public Connection {
   PostStatus post_recv_buffers(std::span<const RecvBuffer> buffers) noexcept override;
   PostStatus post_reads(std::span<const ReadRequest> requests) noexcept override;
   size_t poll(std::span<Completion> out) noexcept override;
+  // Resizes the completion ring (never below send + receive depth: what can be queued),
+  // keeping the completions queued in it, in order.
+  Result<bool> resize_completions(uint32_t entries) override;
+  [[nodiscard]] uint32_t completion_entries() const noexcept override {
+    return static_cast<uint32_t>(cq_.size());
+  }
   Status wait(std::chrono::milliseconds timeout) override;
   [[nodiscard]] bool healthy() const noexcept override {
     return healthy_.load(std::memory_order_acquire);
@@ -188,7 +194,8 @@ class TcpConnection final : public Connection {
   uint64_t rsp_tail_ = 0;
   size_t rsp_offset_ = 0;  // bytes of the head response on the wire
 
-  // Completion queue (ring); capacity send + receive depth, see send_in_use().
+  // Completion queue (ring); capacity at least send + receive depth (see send_in_use()),
+  // more when the QP manager resizes it (resize_completions()).
   std::vector<Completion> cq_;
   uint64_t cq_head_ = 0;
   uint64_t cq_tail_ = 0;

@@ -77,6 +77,8 @@ Status VerbsConnection::create_resources(const ConnectionOptions& options) {
   const uint32_t rcq = (state_->srq ? vo.srq_depth : rq_depth_) + handshake_recvs_;
   recv_cq_.reset(ibv_create_cq(dev.context(), static_cast<int>(rcq), nullptr, channel_.get(), 0));
   if (!recv_cq_) return errno_error(errno, fmt::format("{}: ibv_create_cq({})", name_, rcq));
+  send_cq_floor_ = send_cq_entries_ = sq_depth_;
+  recv_cq_floor_ = recv_cq_entries_ = rcq;
 
   ibv_qp_init_attr init{};
   init.send_cq = send_cq_.get();
@@ -341,17 +343,23 @@ void VerbsConnection::close() noexcept {
   if (cm_id_) (void)rdma_disconnect(cm_id_.get());
 }
 
-Status VerbsConnection::resize_cqs(uint32_t entries) {
+Result<bool> VerbsConnection::resize_completions(uint32_t entries) {
+  // Between the floor (create_resources() checked it against max_cqe) and the device's max.
   const auto max_cqe = static_cast<uint32_t>(state_->device->attr().max_cqe);
-  if (entries > max_cqe) {
-    return Error(Errc::too_large, fmt::format("{}: CQ size {} exceeds the device's max_cqe {}",
-                                              name_, entries, max_cqe));
+  const uint32_t send = std::max(std::min(entries, max_cqe), send_cq_floor_);
+  const uint32_t recv = std::max(std::min(entries, max_cqe), recv_cq_floor_);
+  if (send == send_cq_entries_ && recv == recv_cq_entries_) return false;
+  if (send != send_cq_entries_) {
+    if (int rc = ibv_resize_cq(send_cq_.get(), static_cast<int>(send)); rc != 0)
+      return errno_error(rc, fmt::format("{}: ibv_resize_cq(send, {})", name_, send));
+    send_cq_entries_ = send;
   }
-  if (int rc = ibv_resize_cq(send_cq_.get(), static_cast<int>(entries)); rc != 0)
-    return errno_error(rc, fmt::format("{}: ibv_resize_cq(send, {})", name_, entries));
-  if (int rc = ibv_resize_cq(recv_cq_.get(), static_cast<int>(entries)); rc != 0)
-    return errno_error(rc, fmt::format("{}: ibv_resize_cq(recv, {})", name_, entries));
-  return {};
+  if (recv != recv_cq_entries_) {
+    if (int rc = ibv_resize_cq(recv_cq_.get(), static_cast<int>(recv)); rc != 0)
+      return errno_error(rc, fmt::format("{}: ibv_resize_cq(recv, {})", name_, recv));
+    recv_cq_entries_ = recv;
+  }
+  return true;
 }
 
 }  // namespace rdmarepl::transport::verbs

@@ -6,6 +6,7 @@
 // selective signaling and reaps both CQs.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <memory>
@@ -85,8 +86,13 @@ class VerbsConnection final : public Connection {
   }
   [[nodiscard]] uint32_t recv_queue_depth() const noexcept { return rq_depth_; }
   [[nodiscard]] uint32_t posted_recvs() const noexcept { return rq_posted_; }
-  // Resizes both CQs (ibv_resize_cq) to hold at least `entries` completions each.
-  Status resize_cqs(uint32_t entries);
+  // Resizes both CQs (ibv_resize_cq) to hold `entries` completions each, never below the
+  // size each was created with (its queue's depth: what it can have outstanding) nor above
+  // the device's max_cqe.
+  Result<bool> resize_completions(uint32_t entries) override;
+  [[nodiscard]] uint32_t completion_entries() const noexcept override {
+    return std::max(send_cq_entries_, recv_cq_entries_);
+  }
 
  private:
   explicit VerbsConnection(std::shared_ptr<TransportState> state) : state_(std::move(state)) {}
@@ -173,6 +179,10 @@ class VerbsConnection final : public Connection {
   uint64_t sq_tail_ = 0;  // next sequence to post
   uint32_t sq_depth_ = 0;
   uint32_t rq_depth_ = 0;
+  uint32_t send_cq_floor_ = 0;  // the CQ sizes at creation: never resized below
+  uint32_t recv_cq_floor_ = 0;
+  uint32_t send_cq_entries_ = 0;  // the sizes last asked of ibv_create_cq / ibv_resize_cq
+  uint32_t recv_cq_entries_ = 0;
   uint32_t max_inline_ = 0;
   uint32_t unsignaled_batch_ = kDefaultUnsignaledBatch;
   uint32_t unsignaled_run_ = 0;

@@ -7,6 +7,5 @@ list(APPEND RDMAREPL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/connection_datapath.cc
   ${CMAKE_CURRENT_LIST_DIR}/connection_messages.cc
   ${CMAKE_CURRENT_LIST_DIR}/verbs_transport.cc
-  ${CMAKE_CURRENT_LIST_DIR}/qp_manager.cc
   ${CMAKE_CURRENT_LIST_DIR}/cm.cc
   ${CMAKE_CURRENT_LIST_DIR}/cm_pipe.cc)

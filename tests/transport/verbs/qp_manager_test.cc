@@ -1,69 +1,61 @@
-// The QP manager on Soft-RoCE: lazy creation, pooling across shard-count changes, CQ resizing.
-#include <thread>
+// The QP manager on Soft-RoCE: pooling and reuse of verbs connections, CQs resized with
+// ibv_resize_cq (the device's cqe grows and shrinks with the share).
+#include "transport/qp_manager_scenario.h"
 
 #include "pair.h"
-#include "transport/verbs/qp_manager.h"
 
 namespace rdmarepl::transport::verbs::test {
 
-TEST_CASE("the QP manager connects lazily, pools retired shards and resizes CQs", "[verbs]") {
+TEST_CASE("the QP manager pools verbs connections and resizes their CQs", "[verbs]") {
   auto t = make_transport();
-  auto listener = t->listen(Endpoint{"127.0.0.1", 0});
-  REQUIRE(listener);
-  std::vector<std::unique_ptr<Connection>> accepted;
-  ConnectionOptions small;
-  small.send_queue_depth = 128;
-  small.recv_queue_depth = 128;
-  small.connect_timeout = std::chrono::seconds(60);
-  QpManager::Factory factory = [&](size_t shard) -> Result<std::unique_ptr<Connection>> {
-    ConnectionOptions o = small;
-    o.app_data = std::to_string(shard);
-    std::thread acceptor([&] {
-      auto c = (*listener)->accept(small, std::chrono::seconds(60));
-      if (c) accepted.push_back(std::move(*c));
-    });
-    auto c = t->connect((*listener)->local_endpoint(), o);
-    acceptor.join();
-    return c;
-  };
-  QpManager m(factory, QpManagerOptions{1, 1024});
-  REQUIRE(m.set_shard_count(4));
-  CHECK(m.connected() == 0);  // lazy
-  CHECK(m.connections_made() == 0);
-  CHECK(m.cq_entries() == 256);
+  // Depth 128 on both queues: both CQs are created with 128 entries.
+  rdmarepl::transport::testing::qp_manager_scenario(*t, 128);
+}
 
-  auto s2 = m.shard(0);
-  REQUIRE(s2);
-  CHECK(m.connected() == 1);
-  auto again = m.shard(0);
-  REQUIRE(again);
-  CHECK(*again == *s2);  // one QP per shard
-  REQUIRE(m.shard(3));
-  CHECK(m.connections_made() == 2);
-  CHECK(accepted.size() == 2);
-  CHECK(accepted[0]->peer().app_data == "0");
-  CHECK(accepted[1]->peer().app_data == "3");
-  auto* v = static_cast<VerbsConnection*>(*s2);
-  CHECK(v->send_cq()->cqe >= 256);
-
-  // Two shards: 3 retires into the pool (max_idle 1), 0 stays; CQs grow to 512.
-  REQUIRE(m.set_shard_count(2));
-  CHECK(m.idle() == 1);
-  CHECK(m.cq_entries() == 512);
-  CHECK(v->send_cq()->cqe >= 512);
-  // Back to four: shard 3 reuses the pooled QP instead of connecting.
-  REQUIRE(m.set_shard_count(4));
-  REQUIRE(m.shard(3));
-  CHECK(m.connections_made() == 2);
-  CHECK(m.idle() == 0);
-  // The CQ never shrinks below the queue depth.
-  REQUIRE(m.set_shard_count(16));
-  CHECK(m.cq_entries() == 64);
-  CHECK(v->send_cq()->cqe >= 128);
-
-  auto bad = m.shard(16);
-  REQUIRE_FALSE(bad.ok());
-  CHECK(bad.error().is(Errc::invalid_argument));
+TEST_CASE("a verbs connection's CQs follow resize_completions", "[verbs]") {
+  auto t = make_transport();
+  ConnectionOptions o;
+  o.send_queue_depth = 64;
+  o.recv_queue_depth = 32;
+  std::vector<uint8_t> dst_bytes(4096), src_bytes(4096, 0x5a);
+  auto dst = t->register_memory(dst_bytes.data(), dst_bytes.size(),
+                                Access::local_write | Access::remote_write);
+  REQUIRE(dst);
+  auto src = t->register_memory(src_bytes.data(), src_bytes.size(), Access::local_write);
+  REQUIRE(src);
+  ConnectionOptions so = o;
+  so.regions = {(*dst)->remote()};
+  auto p = connect(*t, *t, so, o);
+  auto& c = p.c();
+  CHECK(c.send_cq()->cqe >= 64);
+  auto grown = c.resize_completions(1000);
+  REQUIRE(grown);
+  CHECK(*grown);
+  CHECK(c.send_cq()->cqe >= 1000);
+  CHECK(c.recv_cq()->cqe >= 1000);
+  CHECK(c.completion_entries() == 1000);
+  // Back down: each CQ to its own floor (the queue depths), never below.
+  auto shrunk = c.resize_completions(1);
+  REQUIRE(shrunk);
+  CHECK(*shrunk);
+  CHECK(c.send_cq()->cqe >= 64);
+  CHECK(c.send_cq()->cqe < 1000);
+  CHECK(c.completion_entries() == 64);
+  auto same = c.resize_completions(1);
+  REQUIRE(same);
+  CHECK_FALSE(*same);
+  // Still usable after the resizes: a write with immediate goes through.
+  REQUIRE(p.server->post_recvs(1, 9) == PostStatus::ok);
+  const RemoteRegion r = p.client->peer().regions.at(0);
+  WriteRequest w{7, src_bytes.data(), 100, (*src)->region().keys.lkey, r.addr, r.rkey, 42, true};
+  REQUIRE(p.client->post_writes({&w, 1}) == PostStatus::ok);
+  auto sent = reap(*p.client, 1);
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].status == WcStatus::success);
+  auto got = reap(*p.server, 1);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].imm == 42);
+  CHECK(dst_bytes[99] == 0x5a);
 }
 
 }  // namespace rdmarepl::transport::verbs::test

@@ -75,6 +75,12 @@ class FaultInjectingConnection final : public Connection {
   [[nodiscard]] Error error() const override;
   [[nodiscard]] const PeerInfo& peer() const noexcept override { return inner_->peer(); }
   void close() noexcept override { inner_->close(); }
+  Result<bool> resize_completions(uint32_t entries) override {
+    return inner_->resize_completions(entries);
+  }
+  [[nodiscard]] uint32_t completion_entries() const noexcept override {
+    return inner_->completion_entries();
+  }
 
   [[nodiscard]] const FaultStats& stats() const noexcept { return stats_; }
   [[nodiscard]] Connection& inner() noexcept { return *inner_; }
