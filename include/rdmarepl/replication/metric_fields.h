@@ -28,7 +28,7 @@
   X(qps_reused, counter, "connections",                                                            \
     "leader: carriers taken from the QP manager's pool instead of connecting")                     \
   X(cq_resizes, counter, "events",                                                                 \
-    "leader: a carrier's completion queues resized (ibv_resize_cq on verbs): N changed, pooled")   \
+    "leader: carrier completion queues resized (verbs: ibv_resize_cq) for a new N or the pool")    \
   X(records_applied, counter, "records", "follower: Store::apply calls")                           \
   X(records_recovered, counter, "records", "records replayed from the channel's WAL at create()")  \
   X(records_skipped, counter, "records", "follower: duplicates skipped after a reconnect")         \

@@ -18,8 +18,12 @@ struct Knobs {
   // The QP-count knob. On a leader channel: N, the connections (QPs on verbs, sockets on
   // TCP: "carriers") per follower that the fixed ChannelOptions::shards shards are spread
   // over (shard i on carrier i % N, moved only with nothing in flight), and the number of
-  // poller threads (none in PollingMode::manual). It never changes the key -> shard mapping.
-  // See docs/replication.md, "Carriers".
+  // poller threads (none in PollingMode::manual). The carriers come from the follower's QP
+  // manager: those at or above N that no shard uses go back to its pool, still connected,
+  // and are taken from it again when N grows (metric qps_reused); the active carriers'
+  // completion queues are resized to their share of a fixed budget when N changes
+  // (ibv_resize_cq on verbs; metric cq_resizes). It never changes the key -> shard mapping,
+  // and is at most ChannelOptions::shards. See docs/replication.md, "Carriers".
   uint32_t shards = 2;
   PollingMode poll_mode = PollingMode::busy;  // busy, sleep or blocking
   uint32_t poll_interval_us = 10;             // sleep/blocking: the longest idle wait
