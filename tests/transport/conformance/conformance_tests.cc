@@ -229,6 +229,68 @@ TEST_CASE("conformance: writes with immediate place bytes and complete in order"
   CHECK(env.dst[off] == 0xab);  // nothing beyond the last write
 }
 
+// The QP manager resizes a connection's completion queues while completions may be queued
+// in them (src/transport/qp_manager.h): nothing queued is lost or reordered, a size below
+// the creation size is raised to it, and the connection keeps working.
+TEST_CASE("conformance: resizing the completion queues keeps queued completions in order",
+          "[conformance]") {
+  constexpr uint32_t kDepth = 64;
+  Env env(kDepth, kDepth);
+  constexpr int kWrites = 40;
+  REQUIRE(env.server().post_recvs(kWrites + 8, 500) == PostStatus::ok);
+  for (int i = 0; i < kWrites; ++i) {
+    auto w = env.write(static_cast<uint64_t>(i), static_cast<size_t>(i) * 8, 8,
+                       static_cast<uint64_t>(i) * 8, 0x7e000000u + static_cast<uint32_t>(i));
+    REQUIRE(env.client().post_writes({&w, 1}) == PostStatus::ok);
+  }
+  std::vector<Completion> got;
+  // Reaps at most `most` of the server's completions (a few at a time, so that the rest
+  // stay queued in its completion queue) until it has `want` in all.
+  auto reap = [&](size_t want, size_t most) {
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    Completion buf[4];
+    while (got.size() < want && std::chrono::steady_clock::now() < deadline) {
+      const size_t room = std::min(most, want - got.size());
+      const size_t n = env.server().poll(std::span<Completion>(buf, room));
+      got.insert(got.end(), buf, buf + n);
+      if (n == 0) std::this_thread::sleep_for(100us);
+    }
+    return got.size() >= want;
+  };
+  REQUIRE(reap(3, 3));
+  const uint32_t created = env.server().completion_entries();
+  auto grown = env.server().resize_completions(8 * kDepth);
+  REQUIRE(grown.ok());
+  if (created != 0) {  // a transport with completion queues of its own
+    CHECK(*grown);
+    CHECK(env.server().completion_entries() == 8 * kDepth);
+  }
+  REQUIRE(reap(10, 4));
+  auto shrunk = env.server().resize_completions(1);  // below the creation size: raised to it
+  REQUIRE(shrunk.ok());
+  CHECK(env.server().completion_entries() == created);
+  REQUIRE(reap(kWrites, 4));
+  for (int i = 0; i < kWrites; ++i) {
+    INFO("write " << i);
+    const auto& c = got[static_cast<size_t>(i)];
+    CHECK(c.status == WcStatus::success);
+    CHECK(c.wr_id == 500u + static_cast<uint64_t>(i));
+    CHECK(c.imm == 0x7e000000u + static_cast<uint32_t>(i));
+  }
+  // The client's side too, then one more write through both resized queues.
+  REQUIRE(env.client().resize_completions(4 * kDepth).ok());
+  Reaped r;
+  REQUIRE(pump(env.pair, r, [&](const Reaped& x) { return x.client.size() == kWrites; }));
+  auto w = env.write(99, 0, 8, 1024, 0x7e0000ffu);
+  REQUIRE(env.client().post_writes({&w, 1}) == PostStatus::ok);
+  REQUIRE(pump(env.pair, r, [&](const Reaped& x) {
+    return x.client.size() == kWrites + 1 && !x.server.empty();
+  }));
+  CHECK(r.server.back().imm == 0x7e0000ffu);
+  CHECK(r.client.back().wr_id == 99u);
+  CHECK(std::memcmp(env.dst.data(), env.src.data(), kWrites * 8) == 0);
+}
+
 TEST_CASE("conformance: a large write spanning many socket buffers arrives whole",
           "[conformance]") {
   Env env;
