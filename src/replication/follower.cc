@@ -67,6 +67,16 @@ Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& opti
 }
 
 void Follower::accept_loop() noexcept {
+  // Handshakes run concurrently where the listener allows it (docs/replication.md,
+  // "Handshakes"): a slow peer holds one thread, and a silent one none.
+  const uint32_t threads = listener_->accepts_concurrently() ? kHandshakeThreads : 1;
+  std::vector<std::thread> more;
+  for (uint32_t i = 1; i < threads; ++i) more.emplace_back([this] { accept_worker(false); });
+  accept_worker(true);
+  for (auto& t : more) t.join();
+}
+
+transport::ConnectionOptions Follower::accept_options() {
   transport::ConnectionOptions co;
   co.node_id = options_.node_id;
   co.pre_shared_key = options_.pre_shared_key;
@@ -85,6 +95,14 @@ void Follower::accept_loop() noexcept {
   // queue_depth - 2 batches in flight (Link::post_batch), so some are always slack.
   co.initial_recvs = options_.queue_depth + 4;
   co.connect_timeout = options_.connect_timeout;
+  co.max_handshakes = options_.max_handshakes;
+  co.counters.timeouts = &metrics_.handshake_timeouts;
+  co.counters.refused = &metrics_.handshakes_refused;
+  return co;
+}
+
+void Follower::accept_worker(bool first) noexcept {
+  transport::ConnectionOptions co = accept_options();
   FollowerHello hello;
   hello.shard_count = options_.shards;
   hello.queue_depth = options_.queue_depth;
@@ -93,20 +111,23 @@ void Follower::accept_loop() noexcept {
   hello.applied.resize(options_.shards);
   hello.generation.resize(options_.shards);
   while (!stopping()) {
-    if (ship_ready_.exchange(false, std::memory_order_acq_rel)) install_shipped();
+    if (first && ship_ready_.exchange(false, std::memory_order_acq_rel)) {
+      std::lock_guard lock(install_mu_);
+      install_shipped();
+    }
     // The resume points may be stale by the time the leader reads them (a shard can still
-    // apply from an old connection, and one hello serves every connection accepted within
-    // the accept timeout). A stale point would make the leader resend batches this side skips
-    // by seq, but it would also hide a follower that is ahead of a restarted leader: install()
-    // refuses a connection whose shard moved past the point it was told, or back from it (a
-    // checkpoint received from the leader was installed meanwhile).
+    // apply from an old connection, one hello serves every connection accepted within the
+    // accept timeout, and another thread may install a session meanwhile). A stale point
+    // would make the leader resend batches this side skips by seq, but it would also hide
+    // a follower that is ahead of a restarted leader: install() refuses a connection whose
+    // shard moved past the point it was told, or back from it (a checkpoint received from
+    // the leader was installed meanwhile), or whose buffer generation is now in use.
     // With Durability::batch the resume point is what the log has synced (the leader must
     // not count the rest); otherwise everything applied.
-    // A connection accepted now writes to the buffers its shard's current connection does not
-    // use. Only this thread switches generations (install(), one accepted connection at a
-    // time, after the accept() that carried this hello), so a connection never writes to the
-    // generation still being read: before install() the poller reads only the other one, and
-    // install() switches under the shard lock.
+    // A connection accepted now writes to the buffers its shard's current connection does
+    // not use. Only install() switches generations, under the install lock and the shard
+    // locks, and only for a connection told the generation not in use at that moment, so a
+    // connection never writes to the generation still being read.
     for (auto& s : shards_) {
       std::lock_guard lock(s->mu);
       hello.applied[s->index] = resume_point(*s);
@@ -120,6 +141,7 @@ void Follower::accept_loop() noexcept {
                   conn.error().message());
       continue;
     }
+    std::lock_guard lock(install_mu_);
     install(std::move(conn).value(), hello);
   }
 }
@@ -151,7 +173,8 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
   std::lock_guard clock(carriers_mu_);
   if (h->carrier != 0) {
     // One more carrier of the current session.
-    if (!in_session_ || h->session != session_ || info.node_id != session_leader_) {
+    if (!in_session_ || h->session != session_ || info.node_id != session_leader_ ||
+        h->epoch != session_epoch_) {
       log::info(
           "rdmarepl follower {}: carrier {} of session {} from leader {} does not belong "
           "to the current session; closing it",
@@ -162,7 +185,16 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
     carriers_.push_back(std::move(conn));
     return;
   }
-  // Carrier 0 starts a session.
+  // Carrier 0 starts a session, unless another leader holds the shards.
+  const std::string refused = leader_refusal(info.node_id, h->epoch, who);
+  if (!refused.empty()) {
+    ChannelMetrics::add(metrics_.leaders_refused);
+    log::warn("rdmarepl follower {}: refused leader {}: {}", endpoint_.to_string(), who, refused);
+    conn->close();
+    return;
+  }
+  const bool takeover = in_session_ && info.node_id != session_leader_;
+  const std::string previous = shards_.front()->leader;
   const std::string moved = begin_session(conn, told, h->session, who);
   if (!moved.empty()) {
     log::info(
@@ -170,7 +202,37 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
         "current point",
         endpoint_.to_string(), moved);
     conn->close();
+    return;
   }
+  if (takeover)
+    log::warn(
+        "rdmarepl follower {}: leader {} with epoch {} took over the shards from leader {} "
+        "(epoch {})",
+        endpoint_.to_string(), who, h->epoch, previous, session_epoch_);
+  session_epoch_ = h->epoch;
+  if (h->epoch >= highest_epoch_) {
+    highest_epoch_ = h->epoch;
+    highest_leader_ = who;
+  }
+}
+
+std::string Follower::leader_refusal(const std::string& node, uint64_t epoch,
+                                     const std::string& who) const {
+  // A leader older than one already accepted: a deposed leader that came back.
+  if (epoch < highest_epoch_)
+    return fmt::format(
+        "its epoch {} is below epoch {} of leader {}, which this follower already accepted; "
+        "a deposed leader is never taken back (start the leader meant to lead with a "
+        "leader_epoch above {})",
+        epoch, highest_epoch_, highest_leader_, highest_epoch_);
+  // Another identity may take the shards from a live leader only with a higher epoch.
+  if (in_session_ && node != session_leader_ && epoch <= session_epoch_)
+    return fmt::format(
+        "live leader {} (epoch {}) holds the shards and {} has epoch {}; a new leader takes "
+        "over only with a higher leader_epoch (docs/replication.md, \"Leader identity and "
+        "epoch\")",
+        shards_.front()->leader, session_epoch_, who, epoch);
+  return {};
 }
 
 std::string Follower::begin_session(std::unique_ptr<transport::Connection>& conn,
@@ -187,6 +249,13 @@ std::string Follower::begin_session(std::unique_ptr<transport::Connection>& conn
       if (now != told.applied[s.index] && moved.empty())
         moved = fmt::format("shard {}: the handshake told leader {} seq {} but it is at {} now",
                             s.index, who, told.applied[s.index], now);
+      // Another handshake's session was installed since this one's hello: the generation
+      // it was told is the one in use now.
+      if (told.generation[s.index] != s.next_gen() && moved.empty())
+        moved = fmt::format(
+            "shard {}: the handshake told leader {} buffer generation {}, which a session "
+            "installed since uses",
+            s.index, who, told.generation[s.index]);
     }
     if (!moved.empty()) return;
     if (in_session_) {
