@@ -105,11 +105,15 @@ bool closed_by_peer(int fd, Duration limit) {
   return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
-// Writes `n` records "<prefix><i>" and waits until the follower acknowledged them.
-void write_acked(Channel& leader, const std::string& prefix, int n) {
+// Writes `n` records "<prefix><i>" (also into `expected`, the leader's store) and waits until
+// the follower acknowledged them.
+void write_acked(Channel& leader, MapStore& expected, const std::string& prefix, int n) {
   for (int i = 0; i < n; ++i) {
-    auto w = leader.replicate(prefix + std::to_string(i), "value " + std::to_string(i));
+    const std::string key = prefix + std::to_string(i);
+    const std::string value = "value " + std::to_string(i);
+    auto w = leader.replicate(key, value);
     REQUIRE(w.status == WriteStatus::ok);
+    expected.put(key, value);
   }
   leader.flush();
   REQUIRE(leader.wait_all_acked(10s).ok());
@@ -138,6 +142,7 @@ TEST_CASE("a real leader connects within connect_timeout while 200 idle sockets 
   auto leader = leader_of(*follower, "leader", 0, lstore);
   auto w = leader->replicate("k", "v");
   REQUIRE(w.status == WriteStatus::ok);
+  lstore.put("k", "v");
   leader->flush();
   REQUIRE(leader->wait(w.ticket, 10s).ok());
   const auto connected = Clock::now() - t0;
@@ -163,7 +168,7 @@ TEST_CASE("a real leader connects within connect_timeout while 200 idle sockets 
   for (int fd : idle) ::close(fd);
 
   // The real leader was never delayed.
-  write_acked(*leader, "after", 50);
+  write_acked(*leader, lstore, "after", 50);
   CHECK(fstore.digest() == lstore.digest());
 }
 
@@ -186,7 +191,7 @@ TEST_CASE("idle sockets from many addresses make room for a real leader", "[adve
   const auto t0 = Clock::now();
   MapStore lstore;
   auto leader = leader_of(*follower, "leader", 0, lstore);
-  write_acked(*leader, "k", 20);
+  write_acked(*leader, lstore, "k", 20);
   const auto connected = Clock::now() - t0;
   INFO("acknowledged after "
        << std::chrono::duration_cast<std::chrono::milliseconds>(connected).count() << " ms");
@@ -206,7 +211,7 @@ TEST_CASE("a second leader with the key is refused unless its epoch is higher", 
 
   MapStore real_store;
   auto real = leader_of(*follower, "leader-a", 1, real_store);
-  write_acked(*real, "real", 100);
+  write_acked(*real, real_store, "real", 100);
 
   SECTION("an equal or lower epoch from another identity is refused") {
     for (const uint64_t epoch : {uint64_t{1}, uint64_t{0}}) {
@@ -221,7 +226,7 @@ TEST_CASE("a second leader with the key is refused unless its epoch is higher", 
           eventually([&] { return follower->metrics().leaders_refused >= refused_before + 2; }));
       CHECK(logs.contains("refused leader leader-x", "leader-a"));
       CHECK(logs.contains("refused leader leader-x", epoch == 1 ? "holds the shards" : "below"));
-      write_acked(*real, "more" + std::to_string(epoch), 50);
+      write_acked(*real, real_store, "more" + std::to_string(epoch), 50);
       CHECK(fstore.digest() == real_store.digest());
       CHECK(follower->metrics().reconnects == 0);  // the real session was never replaced
     }

@@ -40,32 +40,41 @@ int64_t ms_between(Clock::time_point a, Clock::time_point b) {
 Admission::~Admission() = default;
 
 Result<Admitted> Admission::next(const ConnectionOptions& o, Deadline wait) {
-  std::lock_guard lock(mu_);
   std::vector<pollfd> fds;
-  std::vector<size_t> which;  // held_ index of fds[i + 1]
+  std::vector<uint64_t> ids;  // Held::id of fds[i + 1]
   for (;;) {
-    expire(o);
-    accept_all(o);
-    fds.assign(1, pollfd{listen_fd_, POLLIN, 0});
-    which.clear();
-    auto slice = std::min<Duration>(wait.remaining(), kPollSlice);
-    const auto now = Clock::now();
-    for (size_t i = 0; i < held_.size(); ++i) {
-      // One handshake at a time per address: the others wait here, unpolled.
-      if (peers_[held_[i].host].running != 0) continue;
-      fds.push_back(pollfd{held_[i].fd.get(), POLLIN, 0});
-      which.push_back(i);
-      const auto left = held_[i].accepted + o.connect_timeout - now;
-      slice = std::max<Duration>(Duration::zero(), std::min<Duration>(slice, left));
+    Duration slice{};
+    {
+      std::lock_guard lock(mu_);
+      expire(o);
+      accept_all(o);
+      fds.assign(1, pollfd{listen_fd_, POLLIN, 0});
+      ids.clear();
+      slice = std::min<Duration>(wait.remaining(), kPollSlice);
+      const auto now = Clock::now();
+      for (const Held& h : held_) {
+        // One handshake at a time per address: the others wait here, unpolled.
+        if (peers_[h.host].running != 0) continue;
+        fds.push_back(pollfd{h.fd.get(), POLLIN, 0});
+        ids.push_back(h.id);
+        slice = std::max<Duration>(Duration::zero(),
+                                   std::min<Duration>(slice, h.accepted + o.connect_timeout - now));
+      }
     }
+    // Polled without the lock: other threads accept, expire and finish meanwhile.
     const int ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(slice).count());
     const int rc = ::poll(fds.data(), fds.size(), ms);
     if (rc < 0 && errno != EINTR) return errno_error(errno, "poll() on a listening socket");
+    std::lock_guard lock(mu_);
     for (size_t k = 1; rc > 0 && k < fds.size(); ++k) {
       if (fds[k].revents == 0) continue;
-      // The peer spoke (or hung up: the handshake then reports it). Its handshake runs now.
-      Held h = std::move(held_[which[k - 1]]);
-      held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(which[k - 1]));
+      // The peer spoke (or hung up: the handshake then reports it), unless another thread
+      // took or closed its connection meanwhile.
+      auto it = std::find_if(held_.begin(), held_.end(),
+                             [&](const Held& h) { return h.id == ids[k - 1]; });
+      if (it == held_.end() || peers_[it->host].running != 0) continue;
+      Held h = std::move(*it);
+      held_.erase(it);
       ++peers_[h.host].running;
       return Admitted{std::move(h.fd), std::move(h.host),
                       Deadline::after(h.accepted + o.connect_timeout - Clock::now())};
@@ -96,7 +105,8 @@ void Admission::accept_all(const ConnectionOptions& o) {
     ++r.in_flight;
     r.last_seen = Clock::now();
     ++in_flight_;
-    held_.push_back(Held{std::move(fd), std::move(host), std::move(address), Clock::now()});
+    held_.push_back(
+        Held{std::move(fd), std::move(host), std::move(address), Clock::now(), ++next_id_});
   }
 }
 

@@ -50,7 +50,8 @@ class Admission {
   Admission(const Admission&) = delete;
   Admission& operator=(const Admission&) = delete;
 
-  // Waits until `wait` for a connection whose peer has sent something. Thread-safe.
+  // Waits until `wait` for a connection whose peer has sent something. Thread-safe: the
+  // lock is not held while polling.
   // Errc::timeout when none came.
   Result<Admitted> next(const ConnectionOptions& o, Deadline wait);
   // The handshake of a connection from `host` that next() returned has ended.
@@ -62,6 +63,7 @@ class Admission {
     std::string host;
     std::string address;  // host:port, for log lines
     Clock::time_point accepted;
+    uint64_t id = 0;  // tells a held connection from a later one with the same descriptor
   };
   struct Record {
     uint32_t in_flight = 0;  // held or in their handshake
@@ -89,6 +91,7 @@ class Admission {
   std::vector<Held> held_;
   std::unordered_map<std::string, Record> peers_;
   uint32_t in_flight_ = 0;
+  uint64_t next_id_ = 0;
 };
 
 // How a handshake that returned `r` counts for Admission::finished().
