@@ -50,7 +50,8 @@ struct ConnectionOptions {
   uint32_t initial_recvs = 0;
   std::chrono::milliseconds connect_timeout{5000};
   // Listener side (accept()): accepted connections that may be in their handshake at once.
-  // More, more than a quarter of it from one address, or any from an address backing off
+  // When full, the oldest silent one is closed to make room; once half of it is in use,
+  // more than a quarter of it from one address, or any from an address backing off
   // after failed handshakes, are closed at once. Each has connect_timeout from its accept.
   uint32_t max_handshakes = 64;
   HandshakeCounters counters;  // listener side

@@ -122,11 +122,13 @@ std::string Admission::refusal(const std::string& host, const ConnectionOptions&
   // Full, with every connection in a running handshake (none silent to make room for it).
   if (in_flight_ >= o.max_handshakes && held_.empty())
     return fmt::format("{} connections are in their handshake (max_handshakes)", in_flight_);
-  if (r.in_flight >= per_address_limit(o))
+  // Under pressure (half of max_handshakes in use) one address gets no more than a quarter;
+  // below that a burst from one host (many clients starting at once) is admitted.
+  if (in_flight_ >= o.max_handshakes / 2 && r.in_flight >= per_address_limit(o))
     return fmt::format(
-        "{} connections from that address are in their handshake (at most {}, "
-        "a quarter of max_handshakes)",
-        r.in_flight, per_address_limit(o));
+        "{} of the {} connections in their handshake are from that address (at "
+        "most {}, a quarter of max_handshakes, once half of it is in use)",
+        r.in_flight, in_flight_, per_address_limit(o));
   return {};
 }
 

@@ -6,8 +6,9 @@
 // another peer. Limits:
 //   - at most max_handshakes connections held or in their handshake at once: when full, a
 //     new connection takes the place of the oldest held one (silent the longest), which is
-//     closed; at most a quarter of max_handshakes (at least 1) from one address, and one
-//     handshake running per address: excess connections are closed at once;
+//     closed; once half of max_handshakes is in use, at most a quarter of it (at least 1)
+//     from one address; one handshake running per address: excess connections are closed
+//     at once;
 //   - an address whose last kFailuresBeforeBackoff handshakes failed (timed out, or refused
 //     by the handshake) is backing off: its connections are closed at once for 1 s, doubling
 //     with every further failure up to 60 s; a successful handshake ends it.
