@@ -154,9 +154,15 @@ TEST_CASE("a real leader connects within connect_timeout while 200 idle sockets 
   // quarter of them); the rest were closed at once.
   const uint64_t held = fo.max_handshakes / 2;
   REQUIRE(eventually([&] { return follower->metrics().handshake_timeouts >= held; }, 5s));
-  auto m = follower->metrics();
+  REQUIRE(eventually(
+      [&] {
+        const auto m = follower->metrics();
+        return m.handshakes_refused + m.handshake_timeouts >= 200;
+      },
+      10s));
+  const auto m = follower->metrics();
   CHECK(m.handshake_timeouts == held);
-  CHECK(m.handshakes_refused >= 200 - held);
+  CHECK(m.handshakes_refused == 200 - held);
   CHECK(logs.contains("handshake with 127.0.0.2:", "timed out"));
   CHECK(logs.contains("closed the connection from 127.0.0.2:", "at once"));
 
@@ -198,7 +204,15 @@ TEST_CASE("idle sockets from many addresses make room for a real leader", "[adve
        << std::chrono::duration_cast<std::chrono::milliseconds>(connected).count() << " ms");
   CHECK(connected < kConnectTimeout);
   CHECK(logs.contains("closed the connection from 127.0.1.", "it sent nothing"));
-  CHECK(follower->metrics().handshakes_refused >= 200 - fo.max_handshakes);
+  // Every idle socket ends closed: to make room, at once (its address backing off), or at
+  // its deadline; the kernel hands some over only after retransmitting its handshake.
+  auto closed = [&] {
+    const auto m = follower->metrics();
+    return m.handshakes_refused + m.handshake_timeouts;
+  };
+  REQUIRE(eventually([&] { return closed() >= 200; }, 10s));
+  CHECK(closed() == 200);
+  CHECK(follower->metrics().handshakes_refused > 0);
   for (int fd : idle) ::close(fd);
   CHECK(fstore.digest() == lstore.digest());
 }
