@@ -20,6 +20,10 @@
 
 namespace rdmarepl::replication::detail {
 
+// Threads that run handshakes on a follower (each accepts a peer that has spoken, runs its
+// handshake and installs it): a peer that stalls in its handshake holds one of them.
+inline constexpr uint32_t kHandshakeThreads = 4;
+
 class Follower final : public CoreBase {
  public:
   static Result<std::unique_ptr<ChannelCore>> create(const ChannelOptions& options,
@@ -128,7 +132,16 @@ class Follower final : public CoreBase {
   // Ends the session: every carrier closes (the leader reconnects with a new handshake).
   // Caller holds carriers_mu_ (and may hold one shard lock: `held`).
   void drop(std::string_view why, bool protocol_error = false) noexcept;
+  // Runs the handshakes: kHandshakeThreads threads (one when the listener cannot accept
+  // concurrently), each accepting and installing connections; `first` also installs
+  // shipped checkpoints.
   void accept_loop() noexcept;
+  void accept_worker(bool first) noexcept;
+  [[nodiscard]] transport::ConnectionOptions accept_options();
+  // Why leader `node` (`who` in messages) with `epoch` may not start a session now; empty
+  // when it may. Caller holds carriers_mu_.
+  [[nodiscard]] std::string leader_refusal(const std::string& node, uint64_t epoch,
+                                           const std::string& who) const;
   // The seq a (re)connecting leader resumes after: everything applied, or with
   // Durability::batch what the log has synced. Refreshes `acked`. Caller holds s.mu.
   uint64_t resume_point(Shard& s) noexcept;
@@ -181,7 +194,13 @@ class Follower final : public CoreBase {
   std::vector<std::unique_ptr<transport::Connection>> carriers_;
   uint32_t session_ = 0;
   bool in_session_ = false;
-  std::string session_leader_;
+  std::string session_leader_;  // node id (identity) of the session's leader
+  uint64_t session_epoch_ = 0;
+  // The highest leader epoch this follower accepted, and from whom (for messages).
+  uint64_t highest_epoch_ = 0;
+  std::string highest_leader_;
+  // Serialises install() and install_shipped() across the handshake threads.
+  std::mutex install_mu_;
   // Set by a checkpoint install: the session ends once the reply to it was posted, and no
   // batch of it is applied before then.
   std::atomic<bool> end_session_{false};

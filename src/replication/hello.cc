@@ -12,8 +12,10 @@ constexpr uint32_t kFollowerMagic = 0x52504C46u;  // "RPLF"
 // 2: the follower hello's per-shard entries carry the buffer generation (16 bytes each).
 // 3: connections are carriers of a session (any shard on any connection; the immediate
 // carries the shard); the leader hello names its carrier and session.
-constexpr uint16_t kHelloVersion = 3;
-constexpr size_t kLeaderSize = 40;
+// 4: the leader hello carries the leader's epoch (48 bytes).
+constexpr uint16_t kHelloVersion = 4;
+constexpr size_t kLeaderSize = 48;
+constexpr size_t kVersionEnd = 6;  // magic and version: checked before the size
 constexpr size_t kFollowerFixed = 32;
 constexpr size_t kFollowerPerShard = 16;  // applied (8), generation (4), reserved (4)
 
@@ -38,6 +40,7 @@ std::string encode(const LeaderHello& h) {
   store_be32(p + 20, h.session);
   store_be64(p + 24, h.ring_bytes);
   store_be64(p + 32, h.large_bytes);
+  store_be64(p + 40, h.epoch);
   return out;
 }
 
@@ -61,13 +64,17 @@ std::string encode(const FollowerHello& h) {
 }
 
 Result<LeaderHello> parse_leader_hello(std::string_view b, std::string_view peer) {
+  const char* p = b.data();
+  // The version before the size: a leader of another version sends another size, and its
+  // user needs to hear about the version.
+  if (b.size() < kVersionEnd || load_be32(p) != kLeaderMagic)
+    return bad(peer, "leader hello has a bad magic");
+  if (load_be16(p + 4) != kHelloVersion)
+    return bad(peer, fmt::format("leader hello version {} (this build speaks {}); upgrade the "
+                                 "leader and its followers together",
+                                 load_be16(p + 4), kHelloVersion));
   if (b.size() != kLeaderSize)
     return bad(peer, fmt::format("leader hello is {} bytes, expected {}", b.size(), kLeaderSize));
-  const char* p = b.data();
-  if (load_be32(p) != kLeaderMagic) return bad(peer, "leader hello has a bad magic");
-  if (load_be16(p + 4) != kHelloVersion)
-    return bad(peer, fmt::format("leader hello version {} (this build speaks {})", load_be16(p + 4),
-                                 kHelloVersion));
   LeaderHello h;
   h.carrier = load_be32(p + 8);
   h.shard_count = load_be32(p + 12);
@@ -75,6 +82,7 @@ Result<LeaderHello> parse_leader_hello(std::string_view b, std::string_view peer
   h.session = load_be32(p + 20);
   h.ring_bytes = load_be64(p + 24);
   h.large_bytes = load_be64(p + 32);
+  h.epoch = load_be64(p + 40);
   if (h.carrier >= h.shard_count)
     return bad(peer, fmt::format("carrier {} out of range (at most shard_count {} carriers)",
                                  h.carrier, h.shard_count));
@@ -87,7 +95,8 @@ Result<FollowerHello> parse_follower_hello(std::string_view b, std::string_view 
   const char* p = b.data();
   if (load_be32(p) != kFollowerMagic) return bad(peer, "follower hello has a bad magic");
   if (load_be16(p + 4) != kHelloVersion)
-    return bad(peer, fmt::format("follower hello version {} (this build speaks {})",
+    return bad(peer, fmt::format("follower hello version {} (this build speaks {}); upgrade the "
+                                 "leader and its followers together",
                                  load_be16(p + 4), kHelloVersion));
   FollowerHello h;
   h.shard_count = load_be32(p + 8);

@@ -21,6 +21,9 @@ struct LeaderHello {
   uint32_t queue_depth = 0;  // batches the leader keeps in flight at most (+ slack)
   uint64_t ring_bytes = 0;   // the ring size the leader's batching assumes (minimum)
   uint64_t large_bytes = 0;  // the largest batch it may write to the large-record buffer
+  // ChannelOptions::leader_epoch: a follower refuses a leader of another identity (node id)
+  // whose epoch is not above the live leader's (docs/replication.md, "Leader identity").
+  uint64_t epoch = 0;
 };
 
 // Follower -> leader: its buffers and, per shard, the last seq it applied (the resume point)

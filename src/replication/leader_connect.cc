@@ -39,6 +39,7 @@ Result<std::unique_ptr<transport::Connection>> Leader::connect_carrier(FollowerC
   hello.queue_depth = options_.queue_depth;
   hello.ring_bytes = options_.ring_bytes;
   hello.large_bytes = large_buffer_bytes(options_);
+  hello.epoch = options_.leader_epoch;
   co.app_data = encode(hello);
   co.send_queue_depth = options_.queue_depth + 8;
   co.recv_queue_depth = options_.queue_depth + 8;

@@ -141,6 +141,10 @@ Status check_reconnect_and_callbacks(const ChannelOptions& o) {
         fmt::format("ChannelOptions::reconnect_max_interval = {} ms must be at least "
                     "reconnect_interval = {} ms (and neither negative)",
                     o.reconnect_max_interval.count(), o.reconnect_interval.count()));
+  if (o.max_handshakes < 1 || o.max_handshakes > 4096)
+    return bad(
+        fmt::format("ChannelOptions::max_handshakes = {} is out of range; use 1..4096 (default 64)",
+                    o.max_handshakes));
   if (o.ack_timeout.count() < 0)
     return bad(
         fmt::format("ChannelOptions::ack_timeout = {} ms is negative; use 0 (never) or "

@@ -183,9 +183,19 @@ TEST_CASE("options validation names the field and the fix", "[options]") {
 
 TEST_CASE("handshake payloads round-trip and reject garbage", "[hello]") {
   using namespace rdmarepl::replication::detail;
-  LeaderHello lh{3, 0x5eed, 8, 256, 1 << 22, 1 << 24};
+  LeaderHello lh{3, 0x5eed, 8, 256, 1 << 22, 1 << 24, 0x0102030405060708};
+  CHECK(encode(lh).size() == 48);
   auto l = parse_leader_hello(encode(lh), "peer");
   REQUIRE(l.ok());
+  CHECK(l->epoch == 0x0102030405060708);
+  // The example of docs/wire_format.md ("Replication handshake").
+  const unsigned char example[48] = {0x52, 0x50, 0x4c, 0x4c, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00,
+                                     0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x01, 0x00,
+                                     0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x40,
+                                     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
+                                     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02};
+  CHECK(encode(LeaderHello{0, 7, 4, 256, 4 << 20, 16 << 20, 2}) ==
+        std::string(reinterpret_cast<const char*>(example), sizeof example));
   CHECK(l->carrier == 3);
   CHECK(l->session == 0x5eed);
   CHECK(l->shard_count == 8);
@@ -224,8 +234,16 @@ TEST_CASE("handshake payloads round-trip and reject garbage", "[hello]") {
   REQUIRE_FALSE(old_f.ok());
   for (const rdmarepl::Error& e : {old_l.error(), old_f.error()}) {
     CHECK(e.is(rdmarepl::Errc::protocol_error));
-    CHECK(e.message().find("version 2 (this build speaks 3)") != std::string::npos);
+    CHECK(e.message().find("version 2 (this build speaks 4)") != std::string::npos);
   }
+  // A version 3 leader sends 40 bytes (no epoch): it hears about the version, not the size.
+  auto v3_leader = encode(lh).substr(0, 40);
+  v3_leader[5] = 3;
+  auto v3 = parse_leader_hello(v3_leader, "peer");
+  REQUIRE_FALSE(v3.ok());
+  CHECK(v3.error().message().find("version 3 (this build speaks 4); upgrade the leader and its "
+                                  "followers together") != std::string::npos);
+  CHECK_FALSE(parse_leader_hello(encode(lh).substr(0, 5), "peer").ok());
   auto fb = encode(fh);
   fb.pop_back();
   CHECK_FALSE(parse_follower_hello(fb, "peer").ok());

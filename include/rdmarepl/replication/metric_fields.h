@@ -23,6 +23,12 @@
   X(reconnects, counter, "connections", "connections (re)established after the first")             \
   X(protocol_errors, counter, "events", "bad batches / immediates (connection dropped)")           \
   X(ack_timeouts, counter, "events", "leader: connections dropped by ack_timeout")                 \
+  X(handshake_timeouts, counter, "connections",                                                    \
+    "follower: accepted connections whose handshake did not end within connect_timeout")           \
+  X(handshakes_refused, counter, "connections",                                                    \
+    "follower: connections closed at once (admission limits) or whose handshake failed")           \
+  X(leaders_refused, counter, "connections",                                                       \
+    "follower: leaders refused by identity and epoch (another leader holds the shards)")           \
   X(carriers, gauge, "connections", "leader: carriers the shards are spread over, per follower")   \
   X(carrier_moves, counter, "events", "leader: a shard moved to another carrier (drained first)")  \
   X(qps_reused, counter, "connections",                                                            \

@@ -169,6 +169,19 @@ struct ChannelOptions {
   std::chrono::microseconds poll_interval{50};
 
   std::chrono::milliseconds connect_timeout{2000};
+  // Follower: accepted connections that may be in their handshake at once (1..4096). Each
+  // has connect_timeout from its accept to finish; one that sends nothing meanwhile is
+  // closed (counted in handshake_timeouts). When it is full, the oldest silent connection
+  // is closed to make room; once half of it is in use, connections beyond a quarter of it
+  // from one address, and any from an address backing off after failed handshakes, are
+  // closed at once (handshakes_refused; docs/replication.md, "Handshakes").
+  uint32_t max_handshakes = 64;
+  // Leader: its epoch, sent in every handshake. A follower refuses a leader whose epoch is
+  // below the highest it accepted, and a leader of another identity (node_id) whose epoch
+  // is not above that of the live leader holding its shards. On failover, start the new
+  // leader with a higher epoch than the old one's (docs/replication.md, "Leader identity
+  // and epoch").
+  uint64_t leader_epoch = 0;
   // Leader: after a failed connection attempt (or a dropped connection that cannot be
   // re-established at once) the next attempt comes reconnect_interval later; each further
   // consecutive failure doubles the wait, up to reconnect_max_interval, at which a follower

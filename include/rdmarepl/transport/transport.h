@@ -3,6 +3,7 @@
 // Semantics copy RC verbs: see docs/ARCHITECTURE.md ("Transport semantics").
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -27,6 +28,13 @@ class MemoryRegion {
   }
 };
 
+// Where a listener counts what its admission of handshakes decided (docs/transport.md,
+// "Handshake admission"); either may be null.
+struct HandshakeCounters {
+  std::atomic<uint64_t>* timeouts = nullptr;  // handshakes not finished within connect_timeout
+  std::atomic<uint64_t>* refused = nullptr;   // closed at once, or whose handshake failed
+};
+
 // Parameters of a connection, given by both sides before the handshake.
 struct ConnectionOptions {
   std::string node_id;                // our identity, sent to the peer
@@ -41,6 +49,12 @@ struct ConnectionOptions {
   // the peer's rnr_retry runs out). At most recv_queue_depth.
   uint32_t initial_recvs = 0;
   std::chrono::milliseconds connect_timeout{5000};
+  // Listener side (accept()): accepted connections that may be in their handshake at once.
+  // When full, the oldest silent one is closed to make room; once half of it is in use,
+  // more than a quarter of it from one address, or any from an address backing off
+  // after failed handshakes, are closed at once. Each has connect_timeout from its accept.
+  uint32_t max_handshakes = 64;
+  HandshakeCounters counters;  // listener side
 };
 
 // What we learnt about the peer in the handshake.
@@ -112,9 +126,14 @@ class Listener {
   virtual ~Listener() = default;
   // Waits for one peer and runs the handshake. A peer that fails the handshake (bad key,
   // garbage) is refused and reported in the returned error; the listener stays usable.
+  // Thread-safe on the socket-based listeners: several threads may accept at once, each
+  // running its own handshake; a peer that has sent nothing never reaches one of them
+  // (docs/transport.md, "Handshake admission").
   virtual Result<std::unique_ptr<Connection>> accept(const ConnectionOptions& options,
                                                      std::chrono::milliseconds timeout) = 0;
   [[nodiscard]] virtual Endpoint local_endpoint() const = 0;
+  // Whether several threads may call accept() at once (the socket-based listeners).
+  [[nodiscard]] virtual bool accepts_concurrently() const noexcept { return false; }
 };
 
 // A transport instance: a protection domain plus a way to make connections.

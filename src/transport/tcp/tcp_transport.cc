@@ -7,6 +7,7 @@
 
 #include "registry.h"
 #include "tcp_connection.h"
+#include "transport/bootstrap/admission.h"
 #include "transport/bootstrap/handshake.h"
 #include "transport/bootstrap/socket.h"
 
@@ -79,29 +80,32 @@ Result<std::unique_ptr<Connection>> establish(bootstrap::Fd fd, bootstrap::Role 
 class TcpListener final : public Listener {
  public:
   TcpListener(bootstrap::Fd fd, Endpoint local, std::shared_ptr<const Registry> registry)
-      : fd_(std::move(fd)), local_(std::move(local)), registry_(std::move(registry)) {}
+      : fd_(std::move(fd)),
+        local_(std::move(local)),
+        registry_(std::move(registry)),
+        admission_(fd_.get(), local_.to_string()) {}
 
+  // Several threads may call this at once (bootstrap::Admission hands each a peer that
+  // spoke); the handshake must end connect_timeout after the peer was accepted.
   Result<std::unique_ptr<Connection>> accept(const ConnectionOptions& options,
                                              std::chrono::milliseconds timeout) override {
     RDMAREPL_TRY(check_options(options));
-    auto deadline = Deadline::after(timeout);
-    auto sock = bootstrap::accept_tcp(fd_.get(), deadline);
-    if (!sock) return std::move(sock).error();
-    // The handshake gets the connect timeout from the moment the peer is accepted, however
-    // little of accept()'s own timeout is left: a caller that accepts in short slices (the
-    // follower polls every 100 ms) must not cut off a peer that arrived late in a slice.
-    auto handshake_deadline =
-        Deadline::after(std::max<Duration>(options.connect_timeout, std::chrono::milliseconds(1)));
-    return establish(std::move(*sock), bootstrap::Role::responder, options, registry_,
-                     handshake_deadline);
+    auto peer = admission_.next(options, Deadline::after(timeout));
+    if (!peer) return std::move(peer).error();
+    auto conn = establish(std::move(peer->fd), bootstrap::Role::responder, options, registry_,
+                          peer->deadline);
+    admission_.finished(peer->host, bootstrap::outcome_of(conn), options);
+    return conn;
   }
 
   [[nodiscard]] Endpoint local_endpoint() const override { return local_; }
+  [[nodiscard]] bool accepts_concurrently() const noexcept override { return true; }
 
  private:
   bootstrap::Fd fd_;
   Endpoint local_;
   std::shared_ptr<const Registry> registry_;
+  bootstrap::Admission admission_;
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "rdmarepl/core/log.h"
+#include "transport/bootstrap/admission.h"
 #include "transport/verbs/cm.h"
 
 namespace rdmarepl::transport::verbs {
@@ -13,23 +14,31 @@ namespace {
 class VerbsListener final : public Listener {
  public:
   VerbsListener(std::shared_ptr<TransportState> state, bootstrap::Fd fd, Endpoint local)
-      : state_(std::move(state)), fd_(std::move(fd)), local_(std::move(local)) {}
+      : state_(std::move(state)),
+        fd_(std::move(fd)),
+        local_(std::move(local)),
+        admission_(fd_.get(), local_.to_string()) {}
 
+  // Several threads may call this at once (bootstrap::Admission hands each a peer that
+  // spoke; the handshake then has connect_timeout).
   Result<std::unique_ptr<Connection>> accept(const ConnectionOptions& options,
                                              std::chrono::milliseconds timeout) override {
-    auto sock = bootstrap::accept_tcp(fd_.get(), Deadline::after(timeout));
+    auto sock = admission_.next(options, Deadline::after(timeout));
     if (!sock) return sock.error();
-    auto conn =
-        VerbsConnection::establish(state_, std::move(*sock), bootstrap::Role::responder, options);
+    auto conn = VerbsConnection::establish(state_, std::move(sock->fd), bootstrap::Role::responder,
+                                           options);
+    admission_.finished(sock->host, bootstrap::outcome_of(conn), options);
     if (!conn) return conn.error();
     return std::unique_ptr<Connection>(std::move(*conn));
   }
   [[nodiscard]] Endpoint local_endpoint() const override { return local_; }
+  [[nodiscard]] bool accepts_concurrently() const noexcept override { return true; }
 
  private:
   std::shared_ptr<TransportState> state_;
   bootstrap::Fd fd_;
   Endpoint local_;
+  bootstrap::Admission admission_;
 };
 
 std::string to_string(Access a) {

@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
+
 #include <cstring>
 #include <future>
 #include <set>
@@ -288,11 +290,12 @@ TEST_CASE("tcp: the listener refuses garbage and a wrong key, then accepts a goo
   }
 }
 
-TEST_CASE("tcp: a peer accepted late in accept()'s timeout still gets the connect timeout",
+TEST_CASE("tcp: a peer that speaks late still gets the connect timeout from its accept",
           "[transport][tcp]") {
-  // accept() waits 400 ms; the peer connects after ~100 ms and completes its handshake only
-  // ~1 s later. The handshake's deadline is connect_timeout (10 s) from the accept, not what
-  // is left of accept()'s 400 ms: the connection must come up.
+  // accept() is called in 400 ms slices, as the follower does; the peer connects after
+  // ~100 ms and starts its handshake only ~1 s later. The listener holds the silent
+  // connection across the slices (its deadline is connect_timeout, 10 s, from the accept)
+  // and a later slice runs the handshake: the connection must come up.
   tcp::TcpTransport t;
   auto l = t.listen(Endpoint{"127.0.0.1", 0});
   REQUIRE(l.ok());
@@ -300,7 +303,13 @@ TEST_CASE("tcp: a peer accepted late in accept()'s timeout still gets the connec
   ConnectionOptions so;
   so.node_id = "follower";
   so.connect_timeout = 10s;
-  auto fut = std::async(std::launch::async, [&] { return (*l)->accept(so, 400ms); });
+  auto fut = std::async(std::launch::async, [&]() -> Result<std::unique_ptr<Connection>> {
+    const auto give_up = Deadline::after(8s);
+    for (;;) {
+      auto c = (*l)->accept(so, 400ms);
+      if (c.ok() || !c.error().is(Errc::timeout) || give_up.expired()) return c;
+    }
+  });
   std::this_thread::sleep_for(100ms);
   // A raw socket: connected (accepted) now, its hello sent later by a real initiator
   // handshake over the same socket.
@@ -318,6 +327,52 @@ TEST_CASE("tcp: a peer accepted late in accept()'s timeout still gets the connec
   INFO((r.ok() ? std::string() : r.error().message()));
   REQUIRE(r.ok());
   CHECK((*r)->peer().node_id == "leader");
+}
+
+TEST_CASE("tcp: silent peers time out at their own deadline and never delay a speaking one",
+          "[transport][tcp]") {
+  tcp::TcpTransport t;
+  auto l = t.listen(Endpoint{"127.0.0.1", 0});
+  REQUIRE(l.ok());
+  const auto ep = (*l)->local_endpoint();
+  std::atomic<uint64_t> timeouts{0};
+  std::atomic<uint64_t> refused{0};
+  ConnectionOptions so;
+  so.node_id = "follower";
+  so.connect_timeout = 500ms;
+  so.max_handshakes = 8;  // two per address once four are in use
+  so.counters = {&timeouts, &refused};
+  auto silent = [&] {
+    auto s = bootstrap::connect_tcp(ep, Deadline::after(5s));
+    REQUIRE(s.ok());
+    return std::move(*s);
+  };
+  std::vector<bootstrap::Fd> held;
+  held.push_back(silent());
+  held.push_back(silent());
+  auto fut = std::async(std::launch::async, [&] {
+    bootstrap::Hello hello;
+    hello.node_id = "leader";
+    hello.kind = TransportKind::tcp;
+    auto raw = bootstrap::connect_tcp(ep, Deadline::after(5s));
+    if (!raw.ok()) return false;
+    return bootstrap::exchange(raw->get(), hello, bootstrap::Role::initiator, "",
+                               Deadline::after(5s))
+        .ok();
+  });
+  // Two silent connections are held; the one that speaks is handed over at once.
+  const auto t0 = Clock::now();
+  auto c = (*l)->accept(so, 2s);
+  REQUIRE(c.ok());
+  CHECK(Clock::now() - t0 < 400ms);
+  CHECK(fut.get());
+  // Two more silent ones are held (half of max_handshakes is then in use), a fifth from the
+  // same address is closed at once; the held ones time out at their deadlines while
+  // accept() is being called.
+  for (int i = 0; i < 3; ++i) held.push_back(silent());
+  CHECK((*l)->accept(so, 800ms).error().is(Errc::timeout));
+  CHECK(refused.load() == 1);
+  CHECK(timeouts.load() == 4);
 }
 
 TEST_CASE("tcp: a truncated frame fails the connection without a completion", "[transport][tcp]") {

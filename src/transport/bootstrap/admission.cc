@@ -1,0 +1,208 @@
+#include "transport/bootstrap/admission.h"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "rdmarepl/core/log.h"
+
+namespace rdmarepl::transport::bootstrap {
+namespace {
+
+// A thread polls in slices this long at most, so that others waiting for the lock see new
+// connections and expiries soon.
+constexpr auto kPollSlice = std::chrono::milliseconds(20);
+// Addresses not seen for this long are forgotten (with their failures).
+constexpr auto kForgetAfter = std::chrono::minutes(10);
+
+void count(std::atomic<uint64_t>* c) noexcept {
+  if (c != nullptr) c->fetch_add(1, std::memory_order_relaxed);
+}
+
+std::string host_of(const std::string& address) {
+  const auto colon = address.rfind(':');
+  return colon == std::string::npos ? address : address.substr(0, colon);
+}
+
+uint32_t per_address_limit(const ConnectionOptions& o) {
+  return std::max<uint32_t>(1, o.max_handshakes / 4);
+}
+
+int64_t ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
+}
+
+}  // namespace
+
+Admission::~Admission() = default;
+
+Result<Admitted> Admission::next(const ConnectionOptions& o, Deadline wait) {
+  std::vector<pollfd> fds;
+  std::vector<uint64_t> ids;  // Held::id of fds[i + 1]
+  for (;;) {
+    Duration slice{};
+    {
+      std::lock_guard lock(mu_);
+      expire(o);
+      accept_all(o);
+      fds.assign(1, pollfd{listen_fd_, POLLIN, 0});
+      ids.clear();
+      slice = std::min<Duration>(wait.remaining(), kPollSlice);
+      const auto now = Clock::now();
+      for (const Held& h : held_) {
+        // One handshake at a time per address: the others wait here, unpolled.
+        if (peers_[h.host].running != 0) continue;
+        fds.push_back(pollfd{h.fd.get(), POLLIN, 0});
+        ids.push_back(h.id);
+        slice = std::max<Duration>(Duration::zero(),
+                                   std::min<Duration>(slice, h.accepted + o.connect_timeout - now));
+      }
+    }
+    // Polled without the lock: other threads accept, expire and finish meanwhile.
+    const int ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(slice).count());
+    const int rc = ::poll(fds.data(), fds.size(), ms);
+    if (rc < 0 && errno != EINTR) return errno_error(errno, "poll() on a listening socket");
+    std::lock_guard lock(mu_);
+    for (size_t k = 1; rc > 0 && k < fds.size(); ++k) {
+      if (fds[k].revents == 0) continue;
+      // The peer spoke (or hung up: the handshake then reports it), unless another thread
+      // took or closed its connection meanwhile.
+      auto it = std::find_if(held_.begin(), held_.end(),
+                             [&](const Held& h) { return h.id == ids[k - 1]; });
+      if (it == held_.end() || peers_[it->host].running != 0) continue;
+      Held h = std::move(*it);
+      held_.erase(it);
+      ++peers_[h.host].running;
+      return Admitted{std::move(h.fd), std::move(h.host),
+                      Deadline::after(h.accepted + o.connect_timeout - Clock::now())};
+    }
+    if (wait.expired()) return Error(Errc::timeout, "no peer connected");
+  }
+}
+
+void Admission::accept_all(const ConnectionOptions& o) {
+  for (;;) {
+    Fd fd(::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd.valid()) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      return;  // EAGAIN: the backlog is empty (other errors: tried again on the next call)
+    }
+    std::string address = peer_address(fd.get());
+    std::string host = host_of(address);
+    const std::string why = refusal(host, o);
+    if (!why.empty()) {
+      log::warn("rdmarepl listener {}: closed the connection from {} at once: {}", local_, address,
+                why);
+      count(o.counters.refused);
+      continue;  // fd closes here
+    }
+    if (!tune_socket(fd.get()).ok()) continue;
+    if (in_flight_ >= o.max_handshakes) evict_oldest(o);
+    Record& r = peers_[host];
+    ++r.in_flight;
+    r.last_seen = Clock::now();
+    ++in_flight_;
+    held_.push_back(
+        Held{std::move(fd), std::move(host), std::move(address), Clock::now(), ++next_id_});
+  }
+}
+
+std::string Admission::refusal(const std::string& host, const ConnectionOptions& o) {
+  if (peers_.size() >= kMaxTrackedAddresses) forget_idle();
+  const Record& r = peers_[host];
+  const auto now = Clock::now();
+  if (r.backoff_until > now)
+    return fmt::format(
+        "its last {} handshakes failed; it is backing off for {} ms more (a successful "
+        "handshake ends that)",
+        r.failures, ms_between(now, r.backoff_until));
+  // Full, with every connection in a running handshake (none silent to make room for it).
+  if (in_flight_ >= o.max_handshakes && held_.empty())
+    return fmt::format("{} connections are in their handshake (max_handshakes)", in_flight_);
+  // Under pressure (half of max_handshakes in use) one address gets no more than a quarter;
+  // below that a burst from one host (many clients starting at once) is admitted.
+  if (in_flight_ >= o.max_handshakes / 2 && r.in_flight >= per_address_limit(o))
+    return fmt::format(
+        "{} of the {} connections in their handshake are from that address (at "
+        "most {}, a quarter of max_handshakes, once half of it is in use)",
+        r.in_flight, in_flight_, per_address_limit(o));
+  return {};
+}
+
+void Admission::expire(const ConnectionOptions& o) {
+  const auto now = Clock::now();
+  for (size_t i = 0; i < held_.size();) {
+    Held& h = held_[i];
+    if (now < h.accepted + o.connect_timeout) {
+      ++i;
+      continue;
+    }
+    log::warn(
+        "rdmarepl listener {}: handshake with {} timed out: it sent nothing in {} ms "
+        "(connect_timeout); closing it",
+        local_, h.address, ms_between(h.accepted, now));
+    count(o.counters.timeouts);
+    Record& r = peers_[h.host];
+    --r.in_flight;
+    --in_flight_;
+    fail(r);
+    held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
+void Admission::evict_oldest(const ConnectionOptions& o) {
+  // The oldest connection whose peer has said nothing: the least likely to be a real one.
+  Held& h = held_.front();
+  log::warn(
+      "rdmarepl listener {}: closed the connection from {}: it sent nothing in {} ms and "
+      "{} connections are in their handshake (max_handshakes); a newer one takes its place",
+      local_, h.address, ms_between(h.accepted, Clock::now()), in_flight_);
+  count(o.counters.refused);
+  Record& r = peers_[h.host];
+  --r.in_flight;
+  --in_flight_;
+  fail(r);
+  held_.erase(held_.begin());
+}
+
+void Admission::finished(const std::string& host, Outcome outcome, const ConnectionOptions& o) {
+  std::lock_guard lock(mu_);
+  Record& r = peers_[host];
+  --r.running;
+  --r.in_flight;
+  --in_flight_;
+  r.last_seen = Clock::now();
+  if (outcome == Outcome::ok) {
+    r.failures = 0;
+    r.backoff_until = {};
+    return;
+  }
+  count(outcome == Outcome::timeout ? o.counters.timeouts : o.counters.refused);
+  fail(r);
+}
+
+void Admission::fail(Record& r) {
+  ++r.failures;
+  if (r.failures < kFailuresBeforeBackoff) return;
+  const uint32_t doublings = std::min<uint32_t>(r.failures - kFailuresBeforeBackoff, 6);
+  const auto d = std::min<Duration>(kFirstBackoff * (1u << doublings), kMaxBackoff);
+  r.backoff_until = Clock::now() + std::chrono::duration_cast<Clock::duration>(d);
+}
+
+void Admission::forget_idle() {
+  const auto now = Clock::now();
+  std::erase_if(peers_, [&](const auto& kv) {
+    const Record& r = kv.second;
+    return r.in_flight == 0 && now - r.last_seen > kForgetAfter;
+  });
+  if (peers_.size() < kMaxTrackedAddresses) return;
+  // Still full: forget the addresses with nothing in flight and no backoff running.
+  std::erase_if(peers_, [&](const auto& kv) {
+    return kv.second.in_flight == 0 && kv.second.backoff_until <= now;
+  });
+}
+
+}  // namespace rdmarepl::transport::bootstrap
