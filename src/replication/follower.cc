@@ -26,7 +26,8 @@ Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& opti
                                                       std::unique_ptr<transport::Transport> t,
                                                       const StoreHooks& store) {
   std::unique_ptr<Follower> self(new Follower(options, std::move(t), store));
-  const size_t large = large_buffer_bytes(options);
+  self->tag_bytes_ = options.pre_shared_key.empty() ? 0 : kMacTagBytes;
+  const size_t large = large_buffer_room(options);
   for (uint32_t i = 0; i < options.shards; ++i) {
     auto s = std::make_unique<Shard>();
     s->index = i;
@@ -143,6 +144,11 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
                            "{}, this follower has {}, {} and {}; use the same options on both",
                            who, h->ring_bytes, h->large_bytes, h->queue_depth, options_.ring_bytes,
                            shards_.front()->larges[0].size(), options_.queue_depth));
+  if (st.ok() && tag_bytes_ != 0 && !info.session_keys.set)
+    st = Error(Errc::auth_failed,
+               fmt::format("the connection from leader {} was authenticated but its transport "
+                           "gave no session keys, so its batches could not be checked",
+                           who));
   if (!st.ok()) {
     log::error("rdmarepl follower {}: {}", endpoint_.to_string(), st.error().message());
     conn->close();
@@ -159,7 +165,7 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
       conn->close();
       return;
     }
-    carriers_.push_back(std::move(conn));
+    carriers_.push_back(carrier(std::move(conn)));
     return;
   }
   // Carrier 0 starts a session.
@@ -194,7 +200,7 @@ std::string Follower::begin_session(std::unique_ptr<transport::Connection>& conn
                 endpoint_.to_string(), who);
       ChannelMetrics::add(metrics_.reconnects);
     }
-    for (auto& c : carriers_) c->close();
+    for (auto& c : carriers_) c->conn->close();
     carriers_.clear();
     for (auto& sp : shards_) {
       Shard& s = *sp;
@@ -213,7 +219,7 @@ std::string Follower::begin_session(std::unique_ptr<transport::Connection>& conn
     }
     // The receives were posted by accept() (ConnectionOptions::initial_recvs).
     session_leader_ = conn->peer().node_id;
-    carriers_.push_back(std::move(conn));
+    carriers_.push_back(carrier(std::move(conn)));
     session_ = session;
     in_session_ = true;
     end_session_.store(false, std::memory_order_relaxed);
@@ -227,7 +233,7 @@ void Follower::drop(std::string_view why, bool protocol_error) noexcept {
   log::logf(protocol_error ? log::Level::error : log::Level::info,
             "rdmarepl follower {}: dropping the connections from leader {}: {}",
             endpoint_.to_string(), shards_.front()->leader, why);
-  for (auto& c : carriers_) c->close();
+  for (auto& c : carriers_) c->conn->close();
   // The shards' carrier pointers are cleared under their locks by the next session's
   // install(); until then nothing posts on them (send_ack and replies check in_session_).
   in_session_ = false;
@@ -254,6 +260,48 @@ bool Follower::locate_batch(Shard& s, uint32_t imm, std::span<const std::byte>& 
       why = fmt::format("protocol error: unexpected immediate 0x{:08x}", imm);
       return false;
   }
+}
+
+std::unique_ptr<Follower::Carrier> Follower::carrier(
+    std::unique_ptr<transport::Connection> conn) const {
+  auto c = std::make_unique<Carrier>();
+  // The leader's writes are authenticated with its sending key, our receiving one.
+  if (tag_bytes_ != 0) c->mac = WriteMac(conn->peer().session_keys.recv);
+  c->conn = std::move(conn);
+  return c;
+}
+
+bool Follower::authenticate(Shard& s, Carrier& c, uint32_t imm, uint32_t& byte_len,
+                            std::string& why) noexcept {
+  if (!c.mac.enabled()) return true;
+  std::span<const std::byte> bytes;
+  uint64_t offset = 0;
+  if (imm_kind(imm) == ImmKind::checkpoint)
+    bytes = std::span<const std::byte>(s.large().data(), s.large().size());
+  else if (!locate_batch(s, imm, bytes, offset, why))
+    return false;
+  const uint64_t counter = c.mac.counter();
+  if (byte_len < kMacTagBytes || byte_len > bytes.size()) {
+    why = fmt::format(
+        "authentication failed: a write of {} bytes from leader {} cannot hold its {}-byte "
+        "MAC; nothing of it was applied",
+        byte_len, s.leader, kMacTagBytes);
+    return false;
+  }
+  const uint32_t body = byte_len - kMacTagBytes;
+  const auto* tag = reinterpret_cast<const uint8_t*>(bytes.data() + body);
+  if (!c.mac.open(imm, bytes.first(body),
+                  std::span<const uint8_t, kMacTagBytes>(tag, kMacTagBytes))) {
+    why = fmt::format(
+        "authentication failed: the MAC of {} (message {} of the connection, {} bytes) from "
+        "leader {} does not match: it was forged, altered, replayed, reordered or truncated "
+        "on the way; nothing of it was applied",
+        imm_kind(imm) == ImmKind::checkpoint ? "a checkpoint chunk" : "a batch", counter, body,
+        c.conn->peer().address);
+    return false;
+  }
+  byte_len = body;
+  return true;
 }
 
 bool Follower::handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::string& why) noexcept {
@@ -297,7 +345,7 @@ bool Follower::handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::stri
   applied = apply_batch_(store_, v, applied, skipped);
   s.applied.store(applied, std::memory_order_release);
   if (v.header.record_count != 0) s.consumed_seq = std::max(s.consumed_seq, last);
-  if (imm_kind(imm) == ImmKind::ring_batch) s.cursor = offset + v.padded_size();
+  if (imm_kind(imm) == ImmKind::ring_batch) s.cursor = offset + v.padded_size() + tag_bytes_;
   ChannelMetrics::add(metrics_.records_applied, v.header.record_count - skipped);
   ChannelMetrics::add(metrics_.records_skipped, skipped);
   ChannelMetrics::add(metrics_.batches_applied);
@@ -319,7 +367,8 @@ bool Follower::handle_message(Shard& s, transport::Connection& c, uint32_t imm, 
   return true;
 }
 
-size_t Follower::poll_carrier(transport::Connection& c) noexcept {
+size_t Follower::poll_carrier(Carrier& carrier) noexcept {
+  transport::Connection& c = *carrier.conn;
   std::array<transport::Completion, 32> wc;
   const size_t n = c.poll(wc);
   uint32_t received = 0;
@@ -346,7 +395,13 @@ size_t Follower::poll_carrier(transport::Connection& c) noexcept {
     Shard& s = *shards_[shard];
     std::lock_guard lock(s.mu);
     bool protocol = false;
-    if (!handle_message(s, c, e.imm, e.byte_len, why, protocol)) {
+    uint32_t byte_len = e.byte_len;
+    if (!authenticate(s, carrier, e.imm, byte_len, why)) {
+      ChannelMetrics::add(metrics_.auth_failures);
+      drop(fmt::format("shard {}: {}", shard, why), true);
+      return n;
+    }
+    if (!handle_message(s, c, e.imm, byte_len, why, protocol)) {
       if (protocol) ChannelMetrics::add(metrics_.protocol_errors);
       drop(fmt::format("shard {}: {}", shard, why), protocol);
       return n;
@@ -391,9 +446,9 @@ size_t Follower::progress() noexcept {
   if (!lock.owns_lock()) return 1;  // the accept thread is installing a connection
   size_t work = 0;
   for (size_t i = 0; i < carriers_.size() && in_session_; ++i) {
-    transport::Connection& c = *carriers_[i];
-    if (!c.healthy()) {
-      drop(c.error().message());
+    Carrier& c = *carriers_[i];
+    if (!c.conn->healthy()) {
+      drop(c.conn->error().message());
       break;
     }
     work += poll_carrier(c);
@@ -421,7 +476,7 @@ void Follower::wait_for_work(std::chrono::microseconds timeout) noexcept {
     std::unique_lock lock(carriers_mu_, std::try_to_lock);
     if (!lock.owns_lock()) return;
     if (in_session_ && !carriers_.empty()) {
-      (void)carriers_.front()->wait(ms);
+      (void)carriers_.front()->conn->wait(ms);
       return;
     }
   }
@@ -444,7 +499,7 @@ void Follower::close() noexcept {
     std::lock_guard clock(carriers_mu_);
     lock_all([&] {
       for (auto& sp : shards_) sp->conn = nullptr;
-      for (auto& c : carriers_) c->close();
+      for (auto& c : carriers_) c->conn->close();
       carriers_.clear();
       in_session_ = false;
     });

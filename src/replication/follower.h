@@ -17,6 +17,7 @@
 #include "durability.h"
 #include "hello.h"
 #include "registered_buffer.h"
+#include "write_mac.h"
 
 namespace rdmarepl::replication::detail {
 
@@ -114,8 +115,21 @@ class Follower final : public CoreBase {
         apply_batch_(store.apply_batch),
         hooks_(store) {}
 
+  // One connection of the session and, with a pre-shared key, what checks its writes.
+  struct Carrier {
+    std::unique_ptr<transport::Connection> conn;
+    WriteMac mac;
+  };
+
   // Polls one carrier and applies what arrived. Caller holds carriers_mu_.
-  size_t poll_carrier(transport::Connection& c) noexcept;
+  size_t poll_carrier(Carrier& c) noexcept;
+  // With a pre-shared key: checks the tag of the write `imm` announced (`byte_len` bytes,
+  // the tag last) before anything of it is looked at, and takes the tag off `byte_len`;
+  // false (and `why`) when it fails. Shard lock held.
+  bool authenticate(Shard& s, Carrier& c, uint32_t imm, uint32_t& byte_len,
+                    std::string& why) noexcept;
+  // Wraps a newly accepted connection (its session key armed).
+  std::unique_ptr<Carrier> carrier(std::unique_ptr<transport::Connection> conn) const;
   // Handles one message of the leader for shard `s` that arrived on `c` (shard lock held).
   bool handle_message(Shard& s, transport::Connection& c, uint32_t imm, uint32_t byte_len,
                       std::string& why, bool& protocol) noexcept;
@@ -178,7 +192,9 @@ class Follower final : public CoreBase {
   // The connections of the current session (docs/replication.md, "Carriers"): any of them
   // carries any shard. carriers_mu_ is taken before a shard lock, never after one.
   std::mutex carriers_mu_;
-  std::vector<std::unique_ptr<transport::Connection>> carriers_;
+  std::vector<std::unique_ptr<Carrier>> carriers_;
+  // Bytes of the tag after every write of the leader (0 without a pre-shared key).
+  uint32_t tag_bytes_ = 0;
   uint32_t session_ = 0;
   bool in_session_ = false;
   std::string session_leader_;

@@ -36,6 +36,7 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
     // carrier of an old one into a new session.
     fc->session = static_cast<uint32_t>(wall_ns() ^ (uint64_t{f} << 24));
     for (uint32_t k = 0; k < options.shards; ++k) fc->slots.push_back(std::make_unique<Carrier>());
+    RDMAREPL_TRY(self->init_tags(*fc));
     self->carriers_.push_back(std::move(fc));
   }
   self->metrics_.carriers.store(1);

@@ -138,6 +138,10 @@ class Leader final : public CoreBase, private CatchUpHost {
   void close_carriers(FollowerCarriers& fc) noexcept;
   // Why the handshake `fh` of follower `peer` (connection `info`) does not fit this leader;
   // ok when it does.
+  // With a pre-shared key: the tag slots of `fc`'s carriers (create()).
+  Status init_tags(FollowerCarriers& fc);
+  // A new connection on `c`: its writes are authenticated with its session key (if keyed).
+  void arm(FollowerCarriers& fc, Carrier& c) noexcept;
   Status check_hello(const transport::Endpoint& peer, const transport::PeerInfo& info,
                      const Result<FollowerHello>& fh) const;
   // Starts the link of `s` to a follower in a new session (its carrier 0 is up).

@@ -17,6 +17,8 @@
 
 #include "rdmarepl/replication/channel_metrics.h"
 #include "rdmarepl/transport/transport.h"
+#include "registered_buffer.h"
+#include "write_mac.h"
 
 namespace rdmarepl::replication::detail {
 
@@ -29,12 +31,30 @@ struct Carrier {
   uint32_t inflight = 0;           // mu: batches posted on it, not yet acknowledged
   std::atomic<uint32_t> users{0};  // links whose current carrier this is
   bool idle = false;               // control thread: in the pool (at or above N, unused)
+  // With a pre-shared key: what authenticates the writes posted on conn (mu; reset with
+  // each new connection), and the registered slots its tags are written from, reused
+  // round-robin (a slot is written again only after enough later writes that the follower
+  // has received it: see seal()).
+  WriteMac mac;
+  std::byte* tags = nullptr;
+  uint32_t tags_lkey = 0;
+  uint32_t tag_slots = 0;
+
+  // Caller holds mu. With authentication on, appends the tag of `wr` (its immediate and
+  // every byte it writes) as its last segment; false when `wr` has no segment left for it.
+  bool seal(transport::WriteRequest& wr) noexcept;
+  // Caller holds mu: the request seal() sealed was not posted (its counter is given back).
+  void unseal() noexcept { mac.retract(); }
 };
 
 struct FollowerCarriers {
   uint32_t follower = 0;
   ChannelMetrics* metrics = nullptr;
   uint32_t queue_depth = 0;  // batches a follower takes per connection (it posts more receives)
+  // A pre-shared key is set: every write to the follower carries a tag (write_mac.h), and
+  // `tags` holds every carrier's tag slots.
+  bool keyed = false;
+  RegisteredBuffer tags;
   std::vector<std::unique_ptr<Carrier>> slots;  // ChannelOptions::shards of them at most
   std::atomic<uint32_t> active{1};              // N: carriers shards are spread over
   std::atomic<bool> up{false};                  // a session is established

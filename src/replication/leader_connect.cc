@@ -46,7 +46,39 @@ Result<std::unique_ptr<transport::Connection>> Leader::connect_carrier(FollowerC
   // learns the connection is up, as on the follower's side.
   co.initial_recvs = options_.queue_depth + 4;
   co.connect_timeout = options_.connect_timeout;
-  return transport_->connect(options_.peers[fc.follower], co);
+  auto conn = transport_->connect(options_.peers[fc.follower], co);
+  if (conn.ok() && fc.keyed && !(*conn)->peer().session_keys.set)
+    return Error(Errc::auth_failed,
+                 fmt::format("the {} transport authenticated the connection to follower {} but "
+                             "gave no session keys, so its batches could not be authenticated",
+                             transport_->name(), options_.peers[fc.follower].to_string()));
+  return conn;
+}
+
+Status Leader::init_tags(FollowerCarriers& fc) {
+  fc.keyed = !options_.pre_shared_key.empty();
+  if (!fc.keyed) return ok_status();
+  // A carrier keeps at most queue_depth - 2 batches unacknowledged (a checkpoint chunk goes
+  // alone), so of queue_depth + 8 writes in a row on it a later one was acknowledged, and
+  // the first, before it in the connection's order, was received: its slot is free again.
+  const uint32_t per_carrier = options_.queue_depth + 8;
+  auto tags = RegisteredBuffer::create(
+      *transport_, size_t{per_carrier} * kMacTagBytes * fc.slots.size(),
+      transport::Access::local_write, fmt::format("write tags for follower {}", fc.follower),
+      &memory_counters_);
+  if (!tags.ok()) return std::move(tags).error();
+  fc.tags = std::move(tags).value();
+  for (size_t k = 0; k < fc.slots.size(); ++k) {
+    Carrier& c = *fc.slots[k];
+    c.tags = fc.tags.data() + k * per_carrier * kMacTagBytes;
+    c.tags_lkey = fc.tags.lkey();
+    c.tag_slots = per_carrier;
+  }
+  return ok_status();
+}
+
+void Leader::arm(FollowerCarriers& fc, Carrier& c) noexcept {
+  c.mac = fc.keyed ? WriteMac(c.conn->peer().session_keys.send) : WriteMac();
 }
 
 bool Leader::start_session(FollowerCarriers& fc) noexcept {
@@ -87,6 +119,7 @@ bool Leader::start_session(FollowerCarriers& fc) noexcept {
     Carrier& c0 = *fc.slots[0];
     std::lock_guard lock(c0.mu);
     c0.conn = std::move(conn).value();
+    arm(fc, c0);
     c0.inflight = 0;
     c0.idle = false;
     c0.up.store(true, std::memory_order_release);
@@ -168,6 +201,7 @@ void Leader::adjust_carriers(FollowerCarriers& fc) noexcept {
     }
     std::lock_guard lock(c.mu);
     c.conn = std::move(conn).value();
+    arm(fc, c);
     c.inflight = 0;
     c.idle = false;
     c.up.store(true, std::memory_order_release);
@@ -183,13 +217,13 @@ Status Leader::check_hello(const transport::Endpoint& peer, const transport::Pee
                            "ChannelOptions::shards on both",
                            peer.to_string(), fh->shard_count, options_.shards));
   if (st.ok() &&
-      (fh->ring_bytes < options_.ring_bytes || fh->large_bytes < large_buffer_bytes(options_)))
+      (fh->ring_bytes < options_.ring_bytes || fh->large_bytes < large_buffer_room(options_)))
     st = Error(Errc::invalid_argument,
                fmt::format("follower {} has ring_bytes {} / large-record buffer {} but this leader "
                            "needs at least {} / {}; use the same ring_bytes and max_value_bytes on "
                            "both",
                            peer.to_string(), fh->ring_bytes, fh->large_bytes, options_.ring_bytes,
-                           large_buffer_bytes(options_)));
+                           large_buffer_room(options_)));
   if (st.ok() && fh->queue_depth < options_.queue_depth)
     st = Error(Errc::invalid_argument,
                fmt::format("follower {} posts {} receives but this leader keeps up to {} batches "
