@@ -149,11 +149,13 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
                fmt::format("the connection from leader {} was authenticated but its transport "
                            "gave no session keys, so its batches could not be checked",
                            who));
-  if (!st.ok()) {
-    log::error("rdmarepl follower {}: {}", endpoint_.to_string(), st.error().message());
+  auto wrapped = st.ok() ? carrier(conn) : Result<std::unique_ptr<Carrier>>(st.error());
+  if (!wrapped.ok()) {
+    log::error("rdmarepl follower {}: {}", endpoint_.to_string(), wrapped.error().message());
     conn->close();
     return;
   }
+  std::unique_ptr<Carrier> c = std::move(wrapped).value();
   std::lock_guard clock(carriers_mu_);
   if (h->carrier != 0) {
     // One more carrier of the current session.
@@ -162,26 +164,25 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
           "rdmarepl follower {}: carrier {} of session {} from leader {} does not belong "
           "to the current session; closing it",
           endpoint_.to_string(), h->carrier, h->session, who);
-      conn->close();
+      c->conn->close();
       return;
     }
-    carriers_.push_back(carrier(std::move(conn)));
+    carriers_.push_back(std::move(c));
     return;
   }
   // Carrier 0 starts a session.
-  const std::string moved = begin_session(conn, told, h->session, who);
+  const std::string moved = begin_session(c, told, h->session, who);
   if (!moved.empty()) {
     log::info(
         "rdmarepl follower {}: {}; closing the connection so that it reconnects with the "
         "current point",
         endpoint_.to_string(), moved);
-    conn->close();
+    c->conn->close();
   }
 }
 
-std::string Follower::begin_session(std::unique_ptr<transport::Connection>& conn,
-                                    const FollowerHello& told, uint32_t session,
-                                    const std::string& who) noexcept {
+std::string Follower::begin_session(std::unique_ptr<Carrier>& conn, const FollowerHello& told,
+                                    uint32_t session, const std::string& who) noexcept {
   // Every shard resumes where this handshake told the leader, or the session is refused.
   std::string moved;
   lock_all([&] {
@@ -218,8 +219,8 @@ std::string Follower::begin_session(std::unique_ptr<transport::Connection>& conn
       s.last_ack_sent = s.acked.load(std::memory_order_relaxed);
     }
     // The receives were posted by accept() (ConnectionOptions::initial_recvs).
-    session_leader_ = conn->peer().node_id;
-    carriers_.push_back(carrier(std::move(conn)));
+    session_leader_ = conn->conn->peer().node_id;
+    carriers_.push_back(std::move(conn));
     session_ = session;
     in_session_ = true;
     end_session_.store(false, std::memory_order_relaxed);
@@ -262,13 +263,52 @@ bool Follower::locate_batch(Shard& s, uint32_t imm, std::span<const std::byte>& 
   }
 }
 
-std::unique_ptr<Follower::Carrier> Follower::carrier(
-    std::unique_ptr<transport::Connection> conn) const {
+Result<std::unique_ptr<Follower::Carrier>> Follower::carrier(
+    std::unique_ptr<transport::Connection>& conn) {
   auto c = std::make_unique<Carrier>();
-  // The leader's writes are authenticated with its sending key, our receiving one.
-  if (tag_bytes_ != 0) c->mac = WriteMac(conn->peer().session_keys.recv);
+  if (tag_bytes_ != 0) {
+    const auto& info = conn->peer();
+    if (info.regions.size() < 2 || info.regions[1].length < kMacTagBytes)
+      return Error(Errc::protocol_error,
+                   fmt::format("leader {} ({}) advertised no slots for authenticated "
+                               "acknowledgements (regions[1])",
+                               info.node_id, info.address));
+    // As many of our slots as writes our send queue holds: one is reused only after it left.
+    auto tags =
+        RegisteredBuffer::create(*transport_, size_t{options_.queue_depth + 8} * kMacTagBytes,
+                                 Access::local_write, "acknowledgement tags", &memory_counters_);
+    if (!tags.ok()) return std::move(tags).error();
+    c->tags = std::move(tags).value();
+    c->reply_slots = info.regions[1];
+    // The leader's writes are authenticated with its sending key, our receiving one.
+    c->mac = WriteMac(info.session_keys.recv);
+    c->reply_mac = WriteMac(info.session_keys.send);
+  }
   c->conn = std::move(conn);
   return c;
+}
+
+transport::PostStatus Follower::Carrier::post_reply(uint32_t imm) noexcept {
+  transport::WriteRequest w;
+  const auto& target = conn->peer().regions.front();
+  w.remote_addr = target.addr;
+  w.rkey = target.rkey;
+  w.imm = imm;
+  w.signaled = false;  // nothing waits for its completion; errors still complete
+  if (reply_mac.enabled()) {
+    const uint64_t n = reply_mac.counter();
+    std::byte* tag = tags.data() + (n % (tags.size() / kMacTagBytes)) * kMacTagBytes;
+    reply_mac.seal(imm, {},
+                   std::span<uint8_t, kMacTagBytes>(reinterpret_cast<uint8_t*>(tag), kMacTagBytes));
+    w.local_addr = tag;
+    w.length = kMacTagBytes;
+    w.lkey = tags.lkey();
+    w.remote_addr = reply_slots.addr + (n % (reply_slots.length / kMacTagBytes)) * kMacTagBytes;
+    w.rkey = reply_slots.rkey;
+  }
+  const auto st = conn->post_writes(std::span<const transport::WriteRequest>(&w, 1));
+  if (st != transport::PostStatus::ok && reply_mac.enabled()) reply_mac.retract();
+  return st;
 }
 
 bool Follower::authenticate(Shard& s, Carrier& c, uint32_t imm, uint32_t& byte_len,
@@ -352,7 +392,7 @@ bool Follower::handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::stri
   return true;
 }
 
-bool Follower::handle_message(Shard& s, transport::Connection& c, uint32_t imm, uint32_t byte_len,
+bool Follower::handle_message(Shard& s, Carrier& c, uint32_t imm, uint32_t byte_len,
                               std::string& why, bool& protocol) noexcept {
   // A shard moves to another carrier only once the leader saw everything it sent on the old
   // one acknowledged: acknowledgements still owed there carry nothing it needs.
@@ -401,7 +441,7 @@ size_t Follower::poll_carrier(Carrier& carrier) noexcept {
       drop(fmt::format("shard {}: {}", shard, why), true);
       return n;
     }
-    if (!handle_message(s, c, e.imm, byte_len, why, protocol)) {
+    if (!handle_message(s, carrier, e.imm, byte_len, why, protocol)) {
       if (protocol) ChannelMetrics::add(metrics_.protocol_errors);
       drop(fmt::format("shard {}: {}", shard, why), protocol);
       return n;
@@ -422,13 +462,7 @@ size_t Follower::send_ack(Shard& s) noexcept {
   // A new seq to report, or (every logged batch synced) batches that carried nothing new.
   const bool all_synced = s.pending_count == 0;
   if (seq <= s.last_ack_sent && !all_synced) return 0;
-  transport::WriteRequest ack;
-  const auto& target = s.conn->peer().regions.front();
-  ack.remote_addr = target.addr;
-  ack.rkey = target.rkey;
-  ack.imm = make_imm(ImmKind::ack, s.index, static_cast<uint32_t>(seq));
-  ack.signaled = false;  // nothing waits for its completion; errors still complete
-  const auto st = s.conn->post_writes(std::span<const transport::WriteRequest>(&ack, 1));
+  const auto st = s.conn->post_reply(make_imm(ImmKind::ack, s.index, static_cast<uint32_t>(seq)));
   // A carrier's send queue is shared by the acknowledgements of every shard on it: when it
   // is full, this one goes out in a later round (nothing here changed).
   if (st == transport::PostStatus::queue_full) return 0;

@@ -138,6 +138,9 @@ class Leader final : public CoreBase, private CatchUpHost {
   void close_carriers(FollowerCarriers& fc) noexcept;
   // Why the handshake `fh` of follower `peer` (connection `info`) does not fit this leader;
   // ok when it does.
+  // Whether the tag of the reply `e` (an acknowledgement or checkpoint reply that arrived on
+  // `c`) is right; caller holds c.mu, before the receive it consumed is posted again.
+  static bool authentic(Carrier& c, const transport::Completion& e) noexcept;
   // With a pre-shared key: the tag slots of `fc`'s carriers (create()).
   Status init_tags(FollowerCarriers& fc);
   // A new connection on `c`: its writes are authenticated with its session key (if keyed).

@@ -39,6 +39,14 @@ struct Carrier {
   std::byte* tags = nullptr;
   uint32_t tags_lkey = 0;
   uint32_t tag_slots = 0;
+  // And what checks the follower's acknowledgements and checkpoint replies: each writes its
+  // tag into slot `counter mod tag_slots` of `reply_tags` (registered for remote write, the
+  // second region this carrier's hello advertises). The leader posts tag_slots - 4
+  // receives and re-posts them only after it checked the tags that consumed them, so a
+  // slot is never overwritten before it was read.
+  WriteMac reply_mac;
+  const std::byte* reply_tags = nullptr;
+  transport::RemoteRegion reply_region{};
 
   // Caller holds mu. With authentication on, appends the tag of `wr` (its immediate and
   // every byte it writes) as its last segment; false when `wr` has no segment left for it.
@@ -55,6 +63,7 @@ struct FollowerCarriers {
   // `tags` holds every carrier's tag slots.
   bool keyed = false;
   RegisteredBuffer tags;
+  RegisteredBuffer reply_tags;
   std::vector<std::unique_ptr<Carrier>> slots;  // ChannelOptions::shards of them at most
   std::atomic<uint32_t> active{1};              // N: carriers shards are spread over
   std::atomic<bool> up{false};                  // a session is established

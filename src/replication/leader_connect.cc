@@ -32,6 +32,7 @@ Result<std::unique_ptr<transport::Connection>> Leader::connect_carrier(FollowerC
   co.node_id = options_.node_id;
   co.pre_shared_key = options_.pre_shared_key;
   co.regions = {shards_.front()->ack_target.remote()};
+  if (fc.keyed) co.regions.push_back(fc.slots[k]->reply_region);
   LeaderHello hello;
   hello.carrier = k;
   hello.session = fc.session;
@@ -68,17 +69,29 @@ Status Leader::init_tags(FollowerCarriers& fc) {
       &memory_counters_);
   if (!tags.ok()) return std::move(tags).error();
   fc.tags = std::move(tags).value();
+  auto replies = RegisteredBuffer::create(
+      *transport_, size_t{per_carrier} * kMacTagBytes * fc.slots.size(),
+      transport::Access::local_write | transport::Access::remote_write,
+      fmt::format("acknowledgement tags of follower {}", fc.follower), &memory_counters_);
+  if (!replies.ok()) return std::move(replies).error();
+  fc.reply_tags = std::move(replies).value();
+  const auto whole = fc.reply_tags.remote();
   for (size_t k = 0; k < fc.slots.size(); ++k) {
     Carrier& c = *fc.slots[k];
-    c.tags = fc.tags.data() + k * per_carrier * kMacTagBytes;
+    const size_t at = k * per_carrier * kMacTagBytes;
+    c.tags = fc.tags.data() + at;
     c.tags_lkey = fc.tags.lkey();
     c.tag_slots = per_carrier;
+    c.reply_tags = fc.reply_tags.data() + at;
+    c.reply_region =
+        transport::RemoteRegion{whole.addr + at, per_carrier * kMacTagBytes, whole.rkey};
   }
   return ok_status();
 }
 
 void Leader::arm(FollowerCarriers& fc, Carrier& c) noexcept {
   c.mac = fc.keyed ? WriteMac(c.conn->peer().session_keys.send) : WriteMac();
+  c.reply_mac = fc.keyed ? WriteMac(c.conn->peer().session_keys.recv) : WriteMac();
 }
 
 bool Leader::start_session(FollowerCarriers& fc) noexcept {

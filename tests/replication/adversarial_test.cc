@@ -58,7 +58,8 @@ bool eventually(Pred pred, std::chrono::seconds limit = 20s) {
 
 struct Outcome {
   uint64_t forged_applied = 0;
-  uint64_t auth_failures = 0;
+  uint64_t auth_failures = 0;         // the follower's
+  uint64_t leader_auth_failures = 0;  // the leader's (acknowledgements)
   bool converged = false;
 };
 
@@ -98,6 +99,7 @@ Outcome run_attack(TamperProxy::Attack attack, std::string_view key) {
   });
   out.forged_applied = follower_store.forged.load();
   out.auth_failures = (*follower)->metrics().auth_failures;
+  out.leader_auth_failures = (*leader)->metrics().auth_failures;
   return out;
 }
 
@@ -137,4 +139,13 @@ TEST_CASE("with a key a replayed batch is refused", "[adversarial]") {
   CHECK(o.auth_failures >= 1);
   CHECK(o.converged);
   CHECK(logs.contains("authentication failed", "replayed"));
+}
+
+TEST_CASE("with a key an altered acknowledgement is refused by the leader", "[adversarial]") {
+  LogCapture logs;
+  const Outcome o = run_attack(TamperProxy::Attack::change_ack, "shared secret");
+  CHECK(o.leader_auth_failures >= 1);
+  CHECK(o.auth_failures == 0);
+  CHECK(o.converged);
+  CHECK(logs.contains("authentication failed: the MAC of a reply", "follower"));
 }

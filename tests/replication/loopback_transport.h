@@ -432,9 +432,10 @@ class LoopbackTransport final : public Transport {
     theirs->table = p->table;
     mine->peer = theirs;
     theirs->peer = mine;
-    mine->info =
-        PeerInfo{p->options.node_id, where.to_string(), p->options.regions, p->options.app_data};
-    theirs->info = PeerInfo{options.node_id, "loopback:client", options.regions, options.app_data};
+    mine->info = PeerInfo{
+        p->options.node_id, where.to_string(), p->options.regions, p->options.app_data, {}};
+    theirs->info =
+        PeerInfo{options.node_id, "loopback:client", options.regions, options.app_data, {}};
     // With a pre-shared key on both sides, session keys as the bootstrap handshake would
     // derive them: one per direction, the same on both ends.
     if (!options.pre_shared_key.empty() && !p->options.pre_shared_key.empty()) {

@@ -4,7 +4,8 @@
 // transport frames") and, on the first connection only, attacks one batch as an on-path
 // attacker could: it changes a value byte, drops the batch's last record, or sends an
 // earlier batch again; each time it makes the batch and the frames well formed again (batch
-// CRC32C, lengths, frame sequence numbers), so that only a MAC can tell. Later connections
+// CRC32C, lengths, frame sequence numbers), so that only a MAC can tell; or it changes the
+// seq an acknowledgement of the follower names. Later connections
 // are relayed unchanged, so the leader can catch the follower up.
 #pragma once
 
@@ -27,7 +28,8 @@ namespace rdmarepl::test {
 
 class TamperProxy {
  public:
-  enum class Attack : uint8_t { change_value, drop_last_record, replay };
+  // change_ack: the follower's `victim`-th acknowledgement names one record more.
+  enum class Attack : uint8_t { change_value, drop_last_record, replay, change_ack };
   // The attack hits the `victim`-th batch frame (0-based) of the first connection; a replay
   // sends the first batch again right after it.
   TamperProxy(uint16_t follower_port, Attack attack, int victim)
@@ -67,6 +69,7 @@ class TamperProxy {
     int handshake_msgs = 0;              // handshake messages of the leader relayed (3)
     int follower_msgs = 0;               // and of the follower (3)
     int batches = 0;
+    int acks = 0;
     uint64_t seq_shift = 0;  // frames injected so far (the follower's seqs run ahead by this)
     std::vector<uint8_t> first_batch;  // the first batch frame, for a replay
   };
@@ -157,6 +160,10 @@ class TamperProxy {
       p.from_follower.erase(p.from_follower.begin(), p.from_follower.begin() + n);
       if (p.follower_msgs < 3) {
         ++p.follower_msgs;
+      } else if (u[2] == 1 && attack_ == Attack::change_ack && p.attack && !attacked_ &&
+                 p.acks++ >= victim_) {
+        store_be32(u.data() + 20, load_be32(u.data() + 20) + 1);  // the immediate's seq
+        attacked_ = true;
       } else if (u[2] == 2 || u[2] == 3) {
         // Acks and naks name the follower's count of our frames: the leader's is lower by
         // the frames injected.
@@ -183,7 +190,8 @@ class TamperProxy {
       const bool batch =
           u[2] == 1 && u.size() >= 32 + 32 && load_be32(u.data() + 32) == kBatchMagic;
       if (batch && p.batches == 0) p.first_batch = u;
-      if (batch && p.attack && !attacked_ && p.batches++ >= victim_ && suits(u)) {
+      if (batch && p.attack && attack_ != Attack::change_ack && !attacked_ &&
+          p.batches++ >= victim_ && suits(u)) {
         if (!attack(p, u)) return false;
         attacked_ = true;
         continue;
@@ -228,6 +236,8 @@ class TamperProxy {
         store_be64(again.data() + 24, load_be64(frame.data() + 24) + 1);
         return send_all(p.follower, again.data(), again.size());
       }
+      case Attack::change_ack:
+        break;
     }
     return false;
   }

@@ -23,7 +23,7 @@
   X(reconnects, counter, "connections", "connections (re)established after the first")             \
   X(protocol_errors, counter, "events", "bad batches / immediates (connection dropped)")           \
   X(ack_timeouts, counter, "events", "leader: connections dropped by ack_timeout")                 \
-  X(auth_failures, counter, "events", "follower: writes whose MAC failed (connection dropped)")    \
+  X(auth_failures, counter, "events", "writes of the peer whose MAC failed (connection dropped)")  \
   X(carriers, gauge, "connections", "leader: carriers the shards are spread over, per follower")   \
   X(carrier_moves, counter, "events", "leader: a shard moved to another carrier (drained first)")  \
   X(carriers_reused, counter, "connections", "leader: idle carriers taken back from the pool")     \
