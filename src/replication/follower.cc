@@ -273,9 +273,11 @@ Result<std::unique_ptr<Follower::Carrier>> Follower::carrier(
                    fmt::format("leader {} ({}) advertised no slots for authenticated "
                                "acknowledgements (regions[1])",
                                info.node_id, info.address));
-    // As many of our slots as writes our send queue holds: one is reused only after it left.
+    // One slot more than our send queue holds writes (queue_depth + 8): the slot a new tag
+    // goes to belongs to a write that left the queue, even when the queue is full and the
+    // new one is refused.
     auto tags =
-        RegisteredBuffer::create(*transport_, size_t{options_.queue_depth + 8} * kMacTagBytes,
+        RegisteredBuffer::create(*transport_, size_t{options_.queue_depth + 9} * kMacTagBytes,
                                  Access::local_write, "acknowledgement tags", &memory_counters_);
     if (!tags.ok()) return std::move(tags).error();
     c->tags = std::move(tags).value();
