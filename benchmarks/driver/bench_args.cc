@@ -118,6 +118,10 @@ void add_run_options(CLI::App& app, BenchArgs& a) {
       ->group(g);
   add_enum(app, "--durability", c.durability,
            "none | batch | interval (default batch; with --wal-dir)", g);
+  app.add_option("--key-file", c.key_file,
+                 "pre-shared key of every channel, read from this file: the handshake is "
+                 "authenticated and every batch carries a MAC (default: no key)")
+      ->group(g);
 }
 
 void add_output_options(CLI::App& app, BenchArgs& a) {
@@ -289,6 +293,7 @@ Status finish_bench_args(const CLI::App& app, BenchArgs& a) {
   a.config.digest_only_store = a.store == "digest";
   if (w.keyspace == 0) w.keyspace = w.records;
   a.config.timeout = std::chrono::seconds(a.timeout_s);
+  if (!a.config.key_file.empty()) RDMAREPL_TRY(kvdemo::read_key_file(a.config.key_file, a.config));
   return check_run(a.config);
 }
 

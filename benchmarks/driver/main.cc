@@ -64,6 +64,9 @@ void print_header(const RunConfig& config, const MachineInfo& machine) {
       w.value_min == w.value_max ? std::to_string(w.value_min)
                                  : fmt::format("{}-{}", w.value_min, w.value_max),
       config.followers, to_string(config.ack), machine.cores, machine.cpu_model, machine.kernel);
+  if (!config.pre_shared_key.empty())
+    fmt::print("pre-shared key from {}: handshakes authenticated, every batch carries a MAC\n",
+               config.key_file);
   std::fflush(stdout);
   if (!config.wal_dir.empty()) {
     // Every run starts from empty logs: a log with content would be recovered into the
@@ -201,6 +204,7 @@ Json result_json(const BenchArgs& args, const RunResult& r, const Baselines& b,
   j["keyspace"] = w.keyspace;
   j["ack"] = to_string(config.ack);
   j["wal"] = config.wal_dir.empty() ? std::string_view("off") : to_string(config.durability);
+  j["mac"] = !config.pre_shared_key.empty();
   j["shards"] = config.shards;
   j["batch_bytes"] = config.batch_bytes;
   j["polling"] = to_string(config.polling);

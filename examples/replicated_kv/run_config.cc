@@ -1,5 +1,8 @@
 #include "run_config.h"
 
+#include <fstream>
+#include <iterator>
+
 #include <algorithm>
 #include <bit>
 
@@ -16,12 +19,26 @@ std::string wal_dir_of(const RunConfig& c, int index) {
   return c.wal_dir + (index < 0 ? "/leader" : "/follower-" + std::to_string(index + 1));
 }
 
+Status read_key_file(const std::string& path, RunConfig& c) {
+  std::ifstream in(path, std::ios::binary);
+  std::string key((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof())
+    return Error(Errc::invalid_argument, "--key-file " + path + " cannot be read");
+  while (!key.empty() && (key.back() == '\n' || key.back() == '\r')) key.pop_back();
+  if (key.empty())
+    return Error(Errc::invalid_argument,
+                 "--key-file " + path + " is empty or missing; put the pre-shared key in it");
+  c.key_file = path;
+  c.pre_shared_key = std::move(key);
+  return ok_status();
+}
+
 std::vector<std::string> run_config_flag_names() {
-  return {"transport",      "ack",         "polling",      "followers",     "records",
-          "key-size",       "value-size",  "keyspace",     "erase-percent", "seed",
-          "batch-bytes",    "shards",      "retain-bytes", "poll-us",       "flush-us",
-          "leader-polling", "store",       "ring-bytes",   "wal-dir",       "durability",
-          "outstanding",    "metrics-port"};
+  return {"transport",      "ack",          "polling",      "followers",     "records",
+          "key-size",       "value-size",   "keyspace",     "erase-percent", "seed",
+          "batch-bytes",    "shards",       "retain-bytes", "poll-us",       "flush-us",
+          "leader-polling", "store",        "ring-bytes",   "wal-dir",       "durability",
+          "outstanding",    "metrics-port", "key-file"};
 }
 
 std::vector<std::string> to_args(const RunConfig& c) {
@@ -69,7 +86,9 @@ std::vector<std::string> to_args(const RunConfig& c) {
           "--durability",
           std::string(to_string(c.durability)),
           "--metrics-port",
-          std::to_string(c.metrics_port)};
+          std::to_string(c.metrics_port),
+          "--key-file",
+          c.key_file};
 }
 
 Status apply_flags(const Flags& f, RunConfig& c) {
@@ -97,6 +116,8 @@ Status apply_flags(const Flags& f, RunConfig& c) {
     c.digest_only_store = st == "digest";
   }
   if (f.has("wal-dir")) c.wal_dir = f.get("wal-dir");
+  if (f.has("key-file") && !f.get("key-file").empty())
+    RDMAREPL_TRY(read_key_file(f.get("key-file"), c));
   if (f.has("durability")) {
     auto d = parse_enum<replication::Durability>(f.get("durability"), "--durability");
     if (!d) return std::move(d).error();
@@ -189,6 +210,7 @@ void common_options(const RunConfig& c, replication::ChannelOptions& o) {
   // The largest value must fit one record; leave room for the key and the headers.
   o.max_value_bytes = std::max<size_t>(c.workload.value_max, 4096);
   o.durability = c.durability;
+  o.pre_shared_key = c.pre_shared_key;
   // The receive ring holds several full batches and the largest record several times over.
   size_t ring_min = 8 * std::max<size_t>(o.batch_bytes, c.workload.value_max + 4096);
   o.ring_bytes = std::max(o.ring_bytes, std::bit_ceil(ring_min));

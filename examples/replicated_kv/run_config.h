@@ -41,6 +41,10 @@ struct RunConfig {
   // <wal_dir>/follower-<n> (the coordinating process empties them before a run).
   std::string wal_dir;
   replication::Durability durability = replication::Durability::batch;
+  // Pre-shared key of every channel: empty = none. Read from `key_file` (a path, passed to
+  // the role processes instead of the key, which stays off their command lines).
+  std::string key_file;
+  std::string pre_shared_key;
   // Every process's store: full (keeps values) or digest-only (see KvStore::Mode).
   bool digest_only_store = false;
 
@@ -66,6 +70,8 @@ std::vector<std::string> to_args(const RunConfig& config);
 Status apply_flags(const Flags& flags, RunConfig& config);
 // The checks apply_flags() makes once every flag was read (ranges, and how flags combine).
 Status validate(const RunConfig& config);
+// Reads the pre-shared key from `path` (trailing newlines dropped) into `c`.
+Status read_key_file(const std::string& path, RunConfig& c);
 // The flag names apply_flags() knows (for reporting unknown flags).
 std::vector<std::string> run_config_flag_names();
 

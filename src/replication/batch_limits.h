@@ -11,6 +11,7 @@
 #include "rdmarepl/replication/detail/batch_format.h"
 #include "rdmarepl/replication/options.h"
 #include "rdmarepl/replication/record.h"
+#include "write_mac.h"
 
 namespace rdmarepl::replication::detail {
 
@@ -29,6 +30,12 @@ constexpr bool large_record(const ChannelOptions& o, size_t key_len, size_t valu
 // The large-record buffer: one batch holding a record of the largest key and value.
 constexpr uint64_t large_buffer_bytes(const ChannelOptions& o) noexcept {
   return single_record_batch_size(kMaxKeyBytes, o.max_value_bytes);
+}
+
+// What a follower's large-record buffer holds: that batch and, with a pre-shared key, the
+// tag that authenticates it (write_mac.h).
+constexpr uint64_t large_buffer_room(const ChannelOptions& o) noexcept {
+  return large_buffer_bytes(o) + (o.pre_shared_key.empty() ? 0 : kMacTagBytes);
 }
 
 // The smallest batch size (the size at which a batch is sealed) batch_bytes and apply_knobs()

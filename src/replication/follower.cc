@@ -26,7 +26,8 @@ Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& opti
                                                       std::unique_ptr<transport::Transport> t,
                                                       const StoreHooks& store) {
   std::unique_ptr<Follower> self(new Follower(options, std::move(t), store));
-  const size_t large = large_buffer_bytes(options);
+  self->tag_bytes_ = options.pre_shared_key.empty() ? 0 : kMacTagBytes;
+  const size_t large = large_buffer_room(options);
   for (uint32_t i = 0; i < options.shards; ++i) {
     auto s = std::make_unique<Shard>();
     s->index = i;
@@ -72,7 +73,7 @@ void Follower::drop(std::string_view why, bool protocol_error) noexcept {
   log::logf(protocol_error ? log::Level::error : log::Level::info,
             "rdmarepl follower {}: dropping the connections from leader {}: {}",
             endpoint_.to_string(), shards_.front()->leader, why);
-  for (auto& c : carriers_) c->close();
+  for (auto& c : carriers_) c->conn->close();
   // The shards' carrier pointers are cleared under their locks by the next session's
   // install(); until then nothing posts on them (send_ack and replies check in_session_).
   in_session_ = false;
@@ -99,6 +100,89 @@ bool Follower::locate_batch(Shard& s, uint32_t imm, std::span<const std::byte>& 
       why = fmt::format("protocol error: unexpected immediate 0x{:08x}", imm);
       return false;
   }
+}
+
+Result<std::unique_ptr<Follower::Carrier>> Follower::carrier(
+    std::unique_ptr<transport::Connection>& conn) {
+  auto c = std::make_unique<Carrier>();
+  if (tag_bytes_ != 0) {
+    const auto& info = conn->peer();
+    if (info.regions.size() < 2 || info.regions[1].length < kMacTagBytes)
+      return Error(Errc::protocol_error,
+                   fmt::format("leader {} ({}) advertised no slots for authenticated "
+                               "acknowledgements (regions[1])",
+                               info.node_id, info.address));
+    // One slot more than our send queue holds writes (queue_depth + 8): the slot a new tag
+    // goes to belongs to a write that left the queue, even when the queue is full and the
+    // new one is refused.
+    auto tags =
+        RegisteredBuffer::create(*transport_, size_t{options_.queue_depth + 9} * kMacTagBytes,
+                                 Access::local_write, "acknowledgement tags", &memory_counters_);
+    if (!tags.ok()) return std::move(tags).error();
+    c->tags = std::move(tags).value();
+    c->reply_slots = info.regions[1];
+    // The leader's writes are authenticated with its sending key, our receiving one.
+    c->mac = WriteMac(info.session_keys.recv);
+    c->reply_mac = WriteMac(info.session_keys.send);
+  }
+  c->conn = std::move(conn);
+  return c;
+}
+
+transport::PostStatus Follower::Carrier::post_reply(uint32_t imm) noexcept {
+  transport::WriteRequest w;
+  const auto& target = conn->peer().regions.front();
+  w.remote_addr = target.addr;
+  w.rkey = target.rkey;
+  w.imm = imm;
+  w.signaled = false;  // nothing waits for its completion; errors still complete
+  if (reply_mac.enabled()) {
+    const uint64_t n = reply_mac.counter();
+    std::byte* tag = tags.data() + (n % (tags.size() / kMacTagBytes)) * kMacTagBytes;
+    reply_mac.seal(imm, {},
+                   std::span<uint8_t, kMacTagBytes>(reinterpret_cast<uint8_t*>(tag), kMacTagBytes));
+    w.local_addr = tag;
+    w.length = kMacTagBytes;
+    w.lkey = tags.lkey();
+    w.remote_addr = reply_slots.addr + (n % (reply_slots.length / kMacTagBytes)) * kMacTagBytes;
+    w.rkey = reply_slots.rkey;
+  }
+  const auto st = conn->post_writes(std::span<const transport::WriteRequest>(&w, 1));
+  if (st != transport::PostStatus::ok && reply_mac.enabled()) reply_mac.retract();
+  return st;
+}
+
+bool Follower::authenticate(Shard& s, Carrier& c, uint32_t imm, uint32_t& byte_len,
+                            std::string& why) noexcept {
+  if (!c.mac.enabled()) return true;
+  std::span<const std::byte> bytes;
+  uint64_t offset = 0;
+  if (imm_kind(imm) == ImmKind::checkpoint)
+    bytes = std::span<const std::byte>(s.large().data(), s.large().size());
+  else if (!locate_batch(s, imm, bytes, offset, why))
+    return false;
+  const uint64_t counter = c.mac.counter();
+  if (byte_len < kMacTagBytes || byte_len > bytes.size()) {
+    why = fmt::format(
+        "authentication failed: a write of {} bytes from leader {} cannot hold its {}-byte "
+        "MAC; nothing of it was applied",
+        byte_len, s.leader, kMacTagBytes);
+    return false;
+  }
+  const uint32_t body = byte_len - kMacTagBytes;
+  const auto* tag = reinterpret_cast<const uint8_t*>(bytes.data() + body);
+  if (!c.mac.open(imm, bytes.first(body),
+                  std::span<const uint8_t, kMacTagBytes>(tag, kMacTagBytes))) {
+    why = fmt::format(
+        "authentication failed: the MAC of {} (message {} of the connection, {} bytes) from "
+        "leader {} does not match: it was forged, altered, replayed, reordered or truncated "
+        "on the way; nothing of it was applied",
+        imm_kind(imm) == ImmKind::checkpoint ? "a checkpoint chunk" : "a batch", counter, body,
+        c.conn->peer().address);
+    return false;
+  }
+  byte_len = body;
+  return true;
 }
 
 bool Follower::handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::string& why) noexcept {
@@ -142,14 +226,14 @@ bool Follower::handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::stri
   applied = apply_batch_(store_, v, applied, skipped);
   s.applied.store(applied, std::memory_order_release);
   if (v.header.record_count != 0) s.consumed_seq = std::max(s.consumed_seq, last);
-  if (imm_kind(imm) == ImmKind::ring_batch) s.cursor = offset + v.padded_size();
+  if (imm_kind(imm) == ImmKind::ring_batch) s.cursor = offset + v.padded_size() + tag_bytes_;
   ChannelMetrics::add(metrics_.records_applied, v.header.record_count - skipped);
   ChannelMetrics::add(metrics_.records_skipped, skipped);
   ChannelMetrics::add(metrics_.batches_applied);
   return true;
 }
 
-bool Follower::handle_message(Shard& s, transport::Connection& c, uint32_t imm, uint32_t byte_len,
+bool Follower::handle_message(Shard& s, Carrier& c, uint32_t imm, uint32_t byte_len,
                               std::string& why, bool& protocol) noexcept {
   // A shard moves to another carrier only once the leader saw everything it sent on the old
   // one acknowledged: acknowledgements still owed there carry nothing it needs.
@@ -164,7 +248,8 @@ bool Follower::handle_message(Shard& s, transport::Connection& c, uint32_t imm, 
   return true;
 }
 
-size_t Follower::poll_carrier(transport::Connection& c) noexcept {
+size_t Follower::poll_carrier(Carrier& carrier) noexcept {
+  transport::Connection& c = *carrier.conn;
   std::array<transport::Completion, 32> wc;
   const size_t n = c.poll(wc);
   uint32_t received = 0;
@@ -191,7 +276,13 @@ size_t Follower::poll_carrier(transport::Connection& c) noexcept {
     Shard& s = *shards_[shard];
     std::lock_guard lock(s.mu);
     bool protocol = false;
-    if (!handle_message(s, c, e.imm, e.byte_len, why, protocol)) {
+    uint32_t byte_len = e.byte_len;
+    if (!authenticate(s, carrier, e.imm, byte_len, why)) {
+      ChannelMetrics::add(metrics_.auth_failures);
+      drop(fmt::format("shard {}: {}", shard, why), true);
+      return n;
+    }
+    if (!handle_message(s, carrier, e.imm, byte_len, why, protocol)) {
       if (protocol) ChannelMetrics::add(metrics_.protocol_errors);
       drop(fmt::format("shard {}: {}", shard, why), protocol);
       return n;
@@ -212,13 +303,7 @@ size_t Follower::send_ack(Shard& s) noexcept {
   // A new seq to report, or (every logged batch synced) batches that carried nothing new.
   const bool all_synced = s.pending_count == 0;
   if (seq <= s.last_ack_sent && !all_synced) return 0;
-  transport::WriteRequest ack;
-  const auto& target = s.conn->peer().regions.front();
-  ack.remote_addr = target.addr;
-  ack.rkey = target.rkey;
-  ack.imm = make_imm(ImmKind::ack, s.index, static_cast<uint32_t>(seq));
-  ack.signaled = false;  // nothing waits for its completion; errors still complete
-  const auto st = s.conn->post_writes(std::span<const transport::WriteRequest>(&ack, 1));
+  const auto st = s.conn->post_reply(make_imm(ImmKind::ack, s.index, static_cast<uint32_t>(seq)));
   // A carrier's send queue is shared by the acknowledgements of every shard on it: when it
   // is full, this one goes out in a later round (nothing here changed).
   if (st == transport::PostStatus::queue_full) return 0;
@@ -236,9 +321,9 @@ size_t Follower::progress() noexcept {
   if (!lock.owns_lock()) return 1;  // the accept thread is installing a connection
   size_t work = 0;
   for (size_t i = 0; i < carriers_.size() && in_session_; ++i) {
-    transport::Connection& c = *carriers_[i];
-    if (!c.healthy()) {
-      drop(c.error().message());
+    Carrier& c = *carriers_[i];
+    if (!c.conn->healthy()) {
+      drop(c.conn->error().message());
       break;
     }
     work += poll_carrier(c);
@@ -266,7 +351,7 @@ void Follower::wait_for_work(std::chrono::microseconds timeout) noexcept {
     std::unique_lock lock(carriers_mu_, std::try_to_lock);
     if (!lock.owns_lock()) return;
     if (in_session_ && !carriers_.empty()) {
-      (void)carriers_.front()->wait(ms);
+      (void)carriers_.front()->conn->wait(ms);
       return;
     }
   }
@@ -289,7 +374,7 @@ void Follower::close() noexcept {
     std::lock_guard clock(carriers_mu_);
     lock_all([&] {
       for (auto& sp : shards_) sp->conn = nullptr;
-      for (auto& c : carriers_) c->close();
+      for (auto& c : carriers_) c->conn->close();
       carriers_.clear();
       in_session_ = false;
     });

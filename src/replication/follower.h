@@ -17,6 +17,7 @@
 #include "durability.h"
 #include "hello.h"
 #include "registered_buffer.h"
+#include "write_mac.h"
 
 namespace rdmarepl::replication::detail {
 
@@ -57,6 +58,20 @@ class Follower final : public CoreBase {
     return shards_[shard]->applied.load(std::memory_order_acquire);
   }
 
+  // One connection of the session and, with a pre-shared key, what checks the leader's
+  // writes on it (`mac`) and what authenticates ours (`reply_mac`: each acknowledgement and
+  // checkpoint reply is a 16-byte tag written into the leader's slot `counter mod slots`
+  // of `reply_slots`, from our own slot of `tags`).
+  struct Carrier {
+    std::unique_ptr<transport::Connection> conn;
+    WriteMac mac;
+    WriteMac reply_mac;
+    RegisteredBuffer tags;
+    transport::RemoteRegion reply_slots{};
+    // Posts an acknowledgement or checkpoint reply with immediate `imm` (unsignaled).
+    transport::PostStatus post_reply(uint32_t imm) noexcept;
+  };
+
  private:
   struct Shard {
     std::mutex mu;
@@ -72,7 +87,7 @@ class Follower final : public CoreBase {
     [[nodiscard]] uint32_t next_gen() const noexcept { return 1 - gen; }
     // The carrier (one of carriers_) its last batch or chunk arrived on: its acks and
     // checkpoint replies go back there. Null outside a session.
-    transport::Connection* conn = nullptr;
+    Carrier* conn = nullptr;
     std::string leader;   // node id of the connected leader, for messages
     uint64_t cursor = 0;  // where the next ring batch is expected (or 0 after a wrap)
     std::atomic<uint64_t> applied{0};
@@ -119,10 +134,17 @@ class Follower final : public CoreBase {
         hooks_(store) {}
 
   // Polls one carrier and applies what arrived. Caller holds carriers_mu_.
-  size_t poll_carrier(transport::Connection& c) noexcept;
+  size_t poll_carrier(Carrier& c) noexcept;
+  // With a pre-shared key: checks the tag of the write `imm` announced (`byte_len` bytes,
+  // the tag last) before anything of it is looked at, and takes the tag off `byte_len`;
+  // false (and `why`) when it fails. Shard lock held.
+  bool authenticate(Shard& s, Carrier& c, uint32_t imm, uint32_t& byte_len,
+                    std::string& why) noexcept;
+  // Wraps a newly accepted connection (its session keys armed); on error `conn` is left.
+  Result<std::unique_ptr<Carrier>> carrier(std::unique_ptr<transport::Connection>& conn);
   // Handles one message of the leader for shard `s` that arrived on `c` (shard lock held).
-  bool handle_message(Shard& s, transport::Connection& c, uint32_t imm, uint32_t byte_len,
-                      std::string& why, bool& protocol) noexcept;
+  bool handle_message(Shard& s, Carrier& c, uint32_t imm, uint32_t byte_len, std::string& why,
+                      bool& protocol) noexcept;
   // Checks and applies the batch a completion announced; false (and `why`) on a protocol error.
   bool handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::string& why) noexcept;
   // Where the batch announced by `imm` starts (`bytes` to the end of its buffer; `offset` in
@@ -150,7 +172,7 @@ class Follower final : public CoreBase {
   // Makes `conn` (carrier 0 of `session` from leader `who`) the start of a new session
   // under every shard's lock; returns why not (a resume point moved since `told`), empty
   // when it did (then `conn` was moved into carriers_). Caller holds carriers_mu_.
-  std::string begin_session(std::unique_ptr<transport::Connection>& conn, const FollowerHello& told,
+  std::string begin_session(std::unique_ptr<Carrier>& conn, const FollowerHello& told,
                             uint32_t session, const std::string& who) noexcept;
   // Sends an acknowledgement when there is something to acknowledge; 1 when it did.
   size_t send_ack(Shard& s) noexcept;
@@ -191,7 +213,9 @@ class Follower final : public CoreBase {
   // The connections of the current session (docs/replication.md, "Carriers"): any of them
   // carries any shard. carriers_mu_ is taken before a shard lock, never after one.
   std::mutex carriers_mu_;
-  std::vector<std::unique_ptr<transport::Connection>> carriers_;
+  std::vector<std::unique_ptr<Carrier>> carriers_;
+  // Bytes of the tag after every write of the leader (0 without a pre-shared key).
+  uint32_t tag_bytes_ = 0;
   uint32_t session_ = 0;
   bool in_session_ = false;
   std::string session_leader_;  // node id (identity) of the session's leader

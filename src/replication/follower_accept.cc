@@ -110,11 +110,18 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
                            "{}, this follower has {}, {} and {}; use the same options on both",
                            who, h->ring_bytes, h->large_bytes, h->queue_depth, options_.ring_bytes,
                            shards_.front()->larges[0].size(), options_.queue_depth));
-  if (!st.ok()) {
-    log::error("rdmarepl follower {}: {}", endpoint_.to_string(), st.error().message());
+  if (st.ok() && tag_bytes_ != 0 && !info.session_keys.set)
+    st = Error(Errc::auth_failed,
+               fmt::format("the connection from leader {} was authenticated but its transport "
+                           "gave no session keys, so its batches could not be checked",
+                           who));
+  auto wrapped = st.ok() ? carrier(conn) : Result<std::unique_ptr<Carrier>>(st.error());
+  if (!wrapped.ok()) {
+    log::error("rdmarepl follower {}: {}", endpoint_.to_string(), wrapped.error().message());
     conn->close();
     return;
   }
+  std::unique_ptr<Carrier> c = std::move(wrapped).value();
   std::lock_guard clock(carriers_mu_);
   if (h->carrier != 0) {
     // One more carrier of the current session.
@@ -124,10 +131,10 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
           "rdmarepl follower {}: carrier {} of session {} from leader {} does not belong "
           "to the current session; closing it",
           endpoint_.to_string(), h->carrier, h->session, who);
-      conn->close();
+      c->conn->close();
       return;
     }
-    carriers_.push_back(std::move(conn));
+    carriers_.push_back(std::move(c));
     return;
   }
   // Carrier 0 starts a session, unless another leader holds the shards.
@@ -135,18 +142,18 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
   if (!refused.empty()) {
     ChannelMetrics::add(metrics_.leaders_refused);
     log::warn("rdmarepl follower {}: refused leader {}: {}", endpoint_.to_string(), who, refused);
-    conn->close();
+    c->conn->close();
     return;
   }
   const bool takeover = in_session_ && info.node_id != session_leader_;
   const std::string previous = shards_.front()->leader;
-  const std::string moved = begin_session(conn, told, h->session, who);
+  const std::string moved = begin_session(c, told, h->session, who);
   if (!moved.empty()) {
     log::info(
         "rdmarepl follower {}: {}; closing the connection so that it reconnects with the "
         "current point",
         endpoint_.to_string(), moved);
-    conn->close();
+    c->conn->close();
     return;
   }
   if (takeover)
@@ -180,9 +187,8 @@ std::string Follower::leader_refusal(const std::string& node, uint64_t epoch,
   return {};
 }
 
-std::string Follower::begin_session(std::unique_ptr<transport::Connection>& conn,
-                                    const FollowerHello& told, uint32_t session,
-                                    const std::string& who) noexcept {
+std::string Follower::begin_session(std::unique_ptr<Carrier>& conn, const FollowerHello& told,
+                                    uint32_t session, const std::string& who) noexcept {
   // Every shard resumes where this handshake told the leader, or the session is refused.
   std::string moved;
   lock_all([&] {
@@ -208,7 +214,7 @@ std::string Follower::begin_session(std::unique_ptr<transport::Connection>& conn
                 endpoint_.to_string(), who);
       ChannelMetrics::add(metrics_.reconnects);
     }
-    for (auto& c : carriers_) c->close();
+    for (auto& c : carriers_) c->conn->close();
     carriers_.clear();
     for (auto& sp : shards_) {
       Shard& s = *sp;
@@ -226,7 +232,7 @@ std::string Follower::begin_session(std::unique_ptr<transport::Connection>& conn
       s.last_ack_sent = s.acked.load(std::memory_order_relaxed);
     }
     // The receives were posted by accept() (ConnectionOptions::initial_recvs).
-    session_leader_ = conn->peer().node_id;
+    session_leader_ = conn->conn->peer().node_id;
     carriers_.push_back(std::move(conn));
     session_ = session;
     in_session_ = true;

@@ -17,12 +17,7 @@
 namespace rdmarepl::replication::detail {
 
 bool Follower::send_ship_reply(Shard& s, ShipReply reply) noexcept {
-  transport::WriteRequest w;
-  const auto& target = s.conn->peer().regions.front();
-  w.remote_addr = target.addr;
-  w.rkey = target.rkey;
-  w.imm = make_imm(ImmKind::checkpoint, s.index, static_cast<uint32_t>(reply));
-  return s.conn->post_writes(std::span<const transport::WriteRequest>(&w, 1)) ==
+  return s.conn->post_reply(make_imm(ImmKind::checkpoint, s.index, static_cast<uint32_t>(reply))) ==
          transport::PostStatus::ok;
 }
 

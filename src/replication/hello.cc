@@ -12,7 +12,9 @@ constexpr uint32_t kFollowerMagic = 0x52504C46u;  // "RPLF"
 // 2: the follower hello's per-shard entries carry the buffer generation (16 bytes each).
 // 3: connections are carriers of a session (any shard on any connection; the immediate
 // carries the shard); the leader hello names its carrier and session.
-// 4: the leader hello carries the leader's epoch (48 bytes).
+// 4: the leader hello carries the leader's epoch (48 bytes); with a pre-shared key every
+// batch and checkpoint chunk carries a 16-byte MAC after its bytes (write_mac.h), and the
+// follower's large-record buffer has room for it.
 constexpr uint16_t kHelloVersion = 4;
 constexpr size_t kLeaderSize = 48;
 constexpr size_t kVersionEnd = 6;  // magic and version: checked before the size

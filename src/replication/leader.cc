@@ -60,6 +60,7 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
           return leader->connect_carrier(*raw, k);
         },
         carrier_qp_options(options, self->metrics_));
+    RDMAREPL_TRY(self->init_tags(*fc));
     self->carriers_.push_back(std::move(fc));
   }
   self->metrics_.carriers.store(1);
@@ -309,6 +310,15 @@ size_t Leader::drain_carrier(FollowerCarriers& fc, transport::Connection& conn) 
     }
     if (e.opcode != transport::WcOpcode::recv_rdma_with_imm) continue;
     ++reposts;
+    if (c.reply_mac.enabled() && !authentic(c, e)) {
+      ChannelMetrics::add(metrics_.auth_failures);
+      fc.fail(fmt::format(
+          "authentication failed: the MAC of a reply (immediate 0x{:08x}, {} bytes) from "
+          "follower {} ({}) does not match: it was forged, altered, replayed or reordered on "
+          "the way; it was not counted",
+          e.imm, e.byte_len, c.conn->peer().node_id, c.conn->peer().address));
+      return n;
+    }
     const uint32_t shard = imm_shard(e.imm);
     Link* l = shard < shards_.size() ? shards_[shard]->links[fc.follower].get() : nullptr;
     if (l != nullptr && imm_kind(e.imm) == ImmKind::checkpoint &&
@@ -329,6 +339,13 @@ size_t Leader::drain_carrier(FollowerCarriers& fc, transport::Connection& conn) 
   if (reposts != 0 && conn.post_recvs(reposts) != transport::PostStatus::ok)
     fc.fail("re-posting receives failed");
   return n;
+}
+
+bool Leader::authentic(Carrier& c, const transport::Completion& e) noexcept {
+  if (e.byte_len != kMacTagBytes) return false;  // no tag (or more than one)
+  const uint64_t slot = c.reply_mac.counter() % (c.reply_region.length / kMacTagBytes);
+  const auto* tag = reinterpret_cast<const uint8_t*>(c.reply_tags + slot * kMacTagBytes);
+  return c.reply_mac.open(e.imm, {}, std::span<const uint8_t, kMacTagBytes>(tag, kMacTagBytes));
 }
 
 size_t Leader::poll_carriers(uint32_t worker, uint32_t workers) noexcept {

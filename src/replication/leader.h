@@ -136,7 +136,7 @@ class Leader final : public CoreBase, private CatchUpHost {
   // Connects carriers below N that are not up; counts idle ones taken back from the pool.
   void adjust_carriers(FollowerCarriers& fc) noexcept;
   // Releases carrier `c` (at or above N) to the QP manager's pool when no shard uses it.
-  void pool_idle(FollowerCarriers& fc, Carrier& c) noexcept;
+  void pool_idle(FollowerCarriers& fc, uint32_t k) noexcept;
   // Resizes the completion queues of carriers 0..n-1 to the QP manager's share for N = n.
   void fit_carriers(FollowerCarriers& fc, uint32_t n) noexcept;
   Result<std::unique_ptr<transport::Connection>> connect_carrier(FollowerCarriers& fc,
@@ -144,6 +144,13 @@ class Leader final : public CoreBase, private CatchUpHost {
   void close_carriers(FollowerCarriers& fc) noexcept;
   // Why the handshake `fh` of follower `peer` (connection `info`) does not fit this leader;
   // ok when it does.
+  // Whether the tag of the reply `e` (an acknowledgement or checkpoint reply that arrived on
+  // `c`) is right; caller holds c.mu, before the receive it consumed is posted again.
+  static bool authentic(Carrier& c, const transport::Completion& e) noexcept;
+  // With a pre-shared key: the tag slots of `fc`'s carriers (create()).
+  Status init_tags(FollowerCarriers& fc);
+  // A new connection on `c`: its writes are authenticated with its session key (if keyed).
+  void arm(FollowerCarriers& fc, Carrier& c) noexcept;
   Status check_hello(const transport::Endpoint& peer, const transport::PeerInfo& info,
                      const Result<FollowerHello>& fh) const;
   // Starts the link of `s` to a follower in a new session (its carrier 0 is up).

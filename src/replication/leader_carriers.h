@@ -19,7 +19,9 @@
 
 #include "rdmarepl/replication/channel_metrics.h"
 #include "rdmarepl/transport/transport.h"
+#include "registered_buffer.h"
 #include "transport/qp_manager.h"
+#include "write_mac.h"
 
 namespace rdmarepl::replication::detail {
 
@@ -34,12 +36,39 @@ struct Carrier {
   // control thread can pool the carrier under mu when it is 0; install() raises carrier
   // 0's without it: carrier 0 is never pooled (N >= 1).
   std::atomic<uint32_t> users{0};
+  // With a pre-shared key: what authenticates the writes posted on conn (mu; reset with
+  // each new connection), and the registered slots its tags are written from, reused
+  // round-robin (a slot is written again only after enough later writes that the follower
+  // has received it: see seal()).
+  WriteMac mac;
+  std::byte* tags = nullptr;
+  uint32_t tags_lkey = 0;
+  uint32_t tag_slots = 0;
+  // And what checks the follower's acknowledgements and checkpoint replies: each writes its
+  // tag into slot `counter mod tag_slots` of `reply_tags` (registered for remote write, the
+  // second region this carrier's hello advertises). The leader posts tag_slots - 4
+  // receives and re-posts them only after it checked the tags that consumed them, so a
+  // slot is never overwritten before it was read.
+  WriteMac reply_mac;
+  const std::byte* reply_tags = nullptr;
+  transport::RemoteRegion reply_region{};
+
+  // Caller holds mu. With authentication on, appends the tag of `wr` (its immediate and
+  // every byte it writes) as its last segment; false when `wr` has no segment left for it.
+  bool seal(transport::WriteRequest& wr) noexcept;
+  // Caller holds mu: the request seal() sealed was not posted (its counter is given back).
+  void unseal() noexcept { mac.retract(); }
 };
 
 struct FollowerCarriers {
   uint32_t follower = 0;
   ChannelMetrics* metrics = nullptr;
   uint32_t queue_depth = 0;  // batches a follower takes per connection (it posts more receives)
+  // A pre-shared key is set: every write to the follower carries a tag (write_mac.h), and
+  // `tags` holds every carrier's tag slots.
+  bool keyed = false;
+  RegisteredBuffer tags;
+  RegisteredBuffer reply_tags;
   std::vector<std::unique_ptr<Carrier>> slots;  // ChannelOptions::shards of them at most
   // Control thread: makes the carriers' connections and pools the idle ones (cleared when
   // the session ends: its connections belong to the session).

@@ -32,6 +32,7 @@ Result<std::unique_ptr<transport::Connection>> Leader::connect_carrier(FollowerC
   co.node_id = options_.node_id;
   co.pre_shared_key = options_.pre_shared_key;
   co.regions = {shards_.front()->ack_target.remote()};
+  if (fc.keyed) co.regions.push_back(fc.slots[k]->reply_region);
   LeaderHello hello;
   hello.carrier = k;
   hello.session = fc.session;
@@ -47,7 +48,51 @@ Result<std::unique_ptr<transport::Connection>> Leader::connect_carrier(FollowerC
   // learns the connection is up, as on the follower's side.
   co.initial_recvs = options_.queue_depth + 4;
   co.connect_timeout = options_.connect_timeout;
-  return transport_->connect(options_.peers[fc.follower], co);
+  auto conn = transport_->connect(options_.peers[fc.follower], co);
+  if (conn.ok() && fc.keyed && !(*conn)->peer().session_keys.set)
+    return Error(Errc::auth_failed,
+                 fmt::format("the {} transport authenticated the connection to follower {} but "
+                             "gave no session keys, so its batches could not be authenticated",
+                             transport_->name(), options_.peers[fc.follower].to_string()));
+  return conn;
+}
+
+Status Leader::init_tags(FollowerCarriers& fc) {
+  fc.keyed = !options_.pre_shared_key.empty();
+  if (!fc.keyed) return ok_status();
+  // A carrier keeps at most queue_depth - 2 batches unacknowledged (a checkpoint chunk goes
+  // alone), so of queue_depth + 8 writes in a row on it a later one was acknowledged, and
+  // the first, before it in the connection's order, was received: its slot is free again.
+  const uint32_t per_carrier = options_.queue_depth + 8;
+  auto tags = RegisteredBuffer::create(
+      *transport_, size_t{per_carrier} * kMacTagBytes * fc.slots.size(),
+      transport::Access::local_write, fmt::format("write tags for follower {}", fc.follower),
+      &memory_counters_);
+  if (!tags.ok()) return std::move(tags).error();
+  fc.tags = std::move(tags).value();
+  auto replies = RegisteredBuffer::create(
+      *transport_, size_t{per_carrier} * kMacTagBytes * fc.slots.size(),
+      transport::Access::local_write | transport::Access::remote_write,
+      fmt::format("acknowledgement tags of follower {}", fc.follower), &memory_counters_);
+  if (!replies.ok()) return std::move(replies).error();
+  fc.reply_tags = std::move(replies).value();
+  const auto whole = fc.reply_tags.remote();
+  for (size_t k = 0; k < fc.slots.size(); ++k) {
+    Carrier& c = *fc.slots[k];
+    const size_t at = k * per_carrier * kMacTagBytes;
+    c.tags = fc.tags.data() + at;
+    c.tags_lkey = fc.tags.lkey();
+    c.tag_slots = per_carrier;
+    c.reply_tags = fc.reply_tags.data() + at;
+    c.reply_region =
+        transport::RemoteRegion{whole.addr + at, per_carrier * kMacTagBytes, whole.rkey};
+  }
+  return ok_status();
+}
+
+void Leader::arm(FollowerCarriers& fc, Carrier& c) noexcept {
+  c.mac = fc.keyed ? WriteMac(c.conn->peer().session_keys.send) : WriteMac();
+  c.reply_mac = fc.keyed ? WriteMac(c.conn->peer().session_keys.recv) : WriteMac();
 }
 
 bool Leader::start_session(FollowerCarriers& fc) noexcept {
@@ -88,6 +133,7 @@ bool Leader::start_session(FollowerCarriers& fc) noexcept {
     Carrier& c0 = *fc.slots[0];
     std::lock_guard lock(c0.mu);
     c0.conn = std::move(conn).value();
+    arm(fc, c0);
     c0.inflight = 0;
     c0.up.store(true, std::memory_order_release);
   }
@@ -144,14 +190,15 @@ void Leader::adjust_carriers(FollowerCarriers& fc) noexcept {
   const uint32_t n = fc.active.load(std::memory_order_acquire);
   if (fc.qps->set_active(n)) fit_carriers(fc, n);
   // Beyond N: back to the pool (still connected) once no shard posts on it any more.
-  for (uint32_t k = n; k < fc.slots.size(); ++k) pool_idle(fc, *fc.slots[k]);
+  for (uint32_t k = n; k < fc.slots.size(); ++k) pool_idle(fc, k);
   // Pooled carriers are polled here, so that one that fails ends the session as an active
   // one would (nothing is in flight on them).
   fc.qps->for_each_idle([&](transport::Connection& c) { (void)drain_carrier(fc, c); });
   for (uint32_t k = 0; k < n; ++k) {
     Carrier& c = *fc.slots[k];
     if (c.up.load(std::memory_order_acquire)) continue;
-    auto conn = fc.qps->acquire(k);  // from the pool when it holds one: no handshake
+    bool reused = false;
+    auto conn = fc.qps->acquire(k, &reused);  // from the pool when it holds one: no handshake
     if (!conn.ok()) {
       log::warn(
           "rdmarepl leader: follower {}: carrier {} cannot connect ({}); its shards stay "
@@ -161,12 +208,16 @@ void Leader::adjust_carriers(FollowerCarriers& fc) noexcept {
     }
     std::lock_guard lock(c.mu);
     c.conn = std::move(conn).value();
+    // A pooled connection goes on with the message counters it had in this slot, as its
+    // peer does; only a new one starts them (and its reply slots) afresh.
+    if (!reused) arm(fc, c);
     c.inflight = 0;
     c.up.store(true, std::memory_order_release);
   }
 }
 
-void Leader::pool_idle(FollowerCarriers& fc, Carrier& c) noexcept {
+void Leader::pool_idle(FollowerCarriers& fc, uint32_t k) noexcept {
+  Carrier& c = *fc.slots[k];
   if (!c.up.load(std::memory_order_acquire) || c.users.load(std::memory_order_acquire) != 0) return;
   std::unique_ptr<transport::Connection> conn;
   {
@@ -175,7 +226,8 @@ void Leader::pool_idle(FollowerCarriers& fc, Carrier& c) noexcept {
     c.up.store(false, std::memory_order_release);
     conn = std::move(c.conn);
   }
-  fc.qps->release(std::move(conn));
+  // Its authentication state stays in the slot, for when the slot takes it back.
+  fc.qps->release(std::move(conn), k);
 }
 
 void Leader::fit_carriers(FollowerCarriers& fc, uint32_t n) noexcept {
@@ -198,13 +250,13 @@ Status Leader::check_hello(const transport::Endpoint& peer, const transport::Pee
                            "ChannelOptions::shards on both",
                            peer.to_string(), fh->shard_count, options_.shards));
   if (st.ok() &&
-      (fh->ring_bytes < options_.ring_bytes || fh->large_bytes < large_buffer_bytes(options_)))
+      (fh->ring_bytes < options_.ring_bytes || fh->large_bytes < large_buffer_room(options_)))
     st = Error(Errc::invalid_argument,
                fmt::format("follower {} has ring_bytes {} / large-record buffer {} but this leader "
                            "needs at least {} / {}; use the same ring_bytes and max_value_bytes on "
                            "both",
                            peer.to_string(), fh->ring_bytes, fh->large_bytes, options_.ring_bytes,
-                           large_buffer_bytes(options_)));
+                           large_buffer_room(options_)));
   if (st.ok() && fh->queue_depth < options_.queue_depth)
     st = Error(Errc::invalid_argument,
                fmt::format("follower {} posts {} receives but this leader keeps up to {} batches "

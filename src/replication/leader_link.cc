@@ -1,5 +1,6 @@
 #include "leader_link.h"
 
+#include <array>
 #include <optional>
 #include <span>
 
@@ -7,6 +8,18 @@
 #include "rdmarepl/replication/detail/batch_format.h"
 
 namespace rdmarepl::replication::detail {
+
+bool Carrier::seal(transport::WriteRequest& wr) noexcept {
+  if (!mac.enabled()) return true;
+  if (wr.extra_count >= transport::kMaxWriteSegments - 1 || tag_slots == 0) return false;
+  std::array<transport::LocalSegment, transport::kMaxWriteSegments> segments{};
+  for (size_t i = 0; i < wr.segment_count(); ++i) segments[i] = wr.segment(i);
+  std::byte* tag = tags + (mac.counter() % tag_slots) * kMacTagBytes;
+  mac.seal(wr.imm, std::span(segments.data(), wr.segment_count()),
+           std::span<uint8_t, kMacTagBytes>(reinterpret_cast<uint8_t*>(tag), kMacTagBytes));
+  wr.extra[wr.extra_count++] = transport::LocalSegment{tag, kMacTagBytes, tags_lkey};
+  return true;
+}
 
 Link::Post Link::post_batch(const transport::WriteRequest& bytes, bool large_batch,
                             uint64_t last_seq, uint64_t wr_id) noexcept {
@@ -33,7 +46,8 @@ Link::Post Link::post_batch(const transport::WriteRequest& bytes, bool large_bat
     ChannelMetrics::add(carriers->metrics->carrier_moves);
   }
   transport::WriteRequest wr = bytes;
-  const uint64_t len = bytes.total_length();
+  // What the batch takes at the follower: its bytes and, authenticated, its tag.
+  const uint64_t len = bytes.total_length() + (carriers->keyed ? kMacTagBytes : 0);
   wr.wr_id = wr_id;
   // The follower's acknowledgement is what frees the batch; a send completion would only
   // cost a transport acknowledgement per batch (a frame and a system call each way over
@@ -58,7 +72,9 @@ Link::Post Link::post_batch(const transport::WriteRequest& bytes, bool large_bat
     if (!c.conn) return Post::disconnected;
     // The follower posts queue_depth + 4 receives per connection, whatever shards it carries.
     if (c.inflight + 2 >= carriers->queue_depth) return Post::no_room;
+    if (!c.seal(wr)) return Post::refused;
     const auto st = c.conn->post_writes(std::span<const transport::WriteRequest>(&wr, 1));
+    if (st != transport::PostStatus::ok) c.unseal();
     if (st == transport::PostStatus::queue_full) return Post::queue_full;
     if (st == transport::PostStatus::disconnected) return Post::disconnected;
     if (st != transport::PostStatus::ok) return Post::refused;
@@ -83,7 +99,10 @@ transport::PostStatus Link::post_raw(transport::WriteRequest wr) noexcept {
   Carrier& c = *carriers->slots[carrier];
   std::lock_guard lock(c.mu);
   if (!c.conn) return transport::PostStatus::disconnected;
-  return c.conn->post_writes(std::span<const transport::WriteRequest>(&wr, 1));
+  if (!c.seal(wr)) return transport::PostStatus::invalid;
+  const auto st = c.conn->post_writes(std::span<const transport::WriteRequest>(&wr, 1));
+  if (st != transport::PostStatus::ok) c.unseal();
+  return st;
 }
 
 std::string Link::failure() const {

@@ -47,7 +47,10 @@ Status CatchUp::ship_checkpoint(Pass& p) {
                              in.path(), s.index, covers));
   RDMAREPL_TRY(in.rewind());
   RDMAREPL_TRY(claim_link(p));
-  const size_t room = std::min<size_t>(p.l.large.length, s.staging.size());
+  // Authenticated, each chunk's tag follows it in the large-record buffer.
+  const size_t tag = p.l.carriers->keyed ? kMacTagBytes : 0;
+  const size_t room =
+      std::min<size_t>(p.l.large.length > tag ? p.l.large.length - tag : 0, s.staging.size());
   if (room <= kChunkHeaderSize + 4096)
     return Error(Errc::invalid_argument, "the large-record buffer is too small for chunks");
   const size_t chunk = room - kChunkHeaderSize;

@@ -6,12 +6,14 @@
 
 namespace rdmarepl::transport {
 
-Result<std::unique_ptr<Connection>> QpManager::acquire(uint32_t slot) {
+Result<std::unique_ptr<Connection>> QpManager::acquire(uint32_t slot, bool* reused) {
   std::unique_ptr<Connection> conn;
   bool pooled = false;
-  while (!idle_.empty() && !conn) {
-    conn = std::move(idle_.back());
-    idle_.pop_back();
+  const auto it =
+      std::find_if(idle_.begin(), idle_.end(), [&](const Pooled& p) { return p.slot == slot; });
+  if (it != idle_.end()) {
+    conn = std::move(it->conn);
+    idle_.erase(it);
     if (conn->healthy()) {
       pooled = true;
     } else {
@@ -31,6 +33,7 @@ Result<std::unique_ptr<Connection>> QpManager::acquire(uint32_t slot) {
     log::warn("QP manager: {}; the connection keeps its current completion queue size",
               st.error().message());
   }
+  if (reused != nullptr) *reused = pooled;
   if (pooled) {
     ++reused_;
     if (options_.reused_counter != nullptr)
@@ -39,7 +42,7 @@ Result<std::unique_ptr<Connection>> QpManager::acquire(uint32_t slot) {
   return conn;
 }
 
-void QpManager::release(std::unique_ptr<Connection> conn) {
+void QpManager::release(std::unique_ptr<Connection> conn, uint32_t slot) {
   if (!conn) return;
   if (!conn->healthy() || idle_.size() >= options_.max_idle) {
     conn->close();
@@ -53,7 +56,13 @@ void QpManager::release(std::unique_ptr<Connection> conn) {
       return;
     }
   }
-  idle_.push_back(std::move(conn));
+  // One per slot: a slot released twice keeps the newer connection.
+  std::erase_if(idle_, [&](Pooled& p) {
+    if (p.slot != slot) return false;
+    p.conn->close();
+    return true;
+  });
+  idle_.push_back(Pooled{slot, std::move(conn)});
 }
 
 bool QpManager::set_active(uint32_t n) noexcept {
@@ -82,7 +91,7 @@ Status QpManager::resize(Connection& conn, uint32_t entries) {
 }
 
 void QpManager::clear() noexcept {
-  for (auto& c : idle_) c->close();
+  for (auto& p : idle_) p.conn->close();
   idle_.clear();
 }
 

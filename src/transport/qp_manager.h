@@ -2,8 +2,11 @@
 // socket on TCP) and the sizing of their completion queues. The layer above keeps the
 // connections it uses (the replication leader's carriers, src/replication/leader_carriers.h)
 // and:
-//   - acquire()s one when it needs another: a pooled one when there is a healthy one (no
-//     connection set-up, counted as reused), else a new one from the factory;
+//   - acquire()s one for a slot when it needs another: a pooled one released from that same
+//     slot when there is a healthy one (no connection set-up, counted as reused), else a
+//     new one from the factory. A connection stays with the slot it was made for, because
+//     the layer above binds per-slot state to it in its handshake (the leader's
+//     authentication counters and the reply slots its hello advertised);
 //   - release()s one it no longer uses: it stays connected in the pool (at most max_idle;
 //     more, or a failed one, are closed), its completion queues shrunk to their floor;
 //   - set_active(n)s the number N of connections in use, then fit()s each of them: every
@@ -49,12 +52,12 @@ class QpManager {
   QpManager(const QpManager&) = delete;
   QpManager& operator=(const QpManager&) = delete;
 
-  // A connection for `slot`: a healthy pooled one, else a new one; fitted to the current
-  // share of the budget.
-  Result<std::unique_ptr<Connection>> acquire(uint32_t slot);
-  // Takes back a connection the caller no longer uses: pooled (shrunk to its floor) while
-  // healthy and the pool has room, else closed.
-  void release(std::unique_ptr<Connection> conn);
+  // A connection for `slot`: a healthy one pooled from that slot, else a new one; fitted
+  // to the current share of the budget. `*reused` (when given) says which.
+  Result<std::unique_ptr<Connection>> acquire(uint32_t slot, bool* reused = nullptr);
+  // Takes back the connection of `slot` the caller no longer uses: pooled (shrunk to its
+  // floor) while healthy and the pool has room, else closed.
+  void release(std::unique_ptr<Connection> conn, uint32_t slot);
   // Sets N, the connections in use; true when each one's share of the budget changed (the
   // caller then fit()s every active connection).
   bool set_active(uint32_t n) noexcept;
@@ -63,7 +66,7 @@ class QpManager {
   // Lends each pooled connection to `f` (e.g. to poll it, so that a failure is noticed).
   template <class F>
   void for_each_idle(F&& f) {
-    for (auto& c : idle_) f(*c);
+    for (auto& p : idle_) f(*p.conn);
   }
   // Closes every pooled connection (the session they belong to is over).
   void clear() noexcept;
@@ -80,9 +83,14 @@ class QpManager {
   // Resizes `conn` to `entries` (0: its floor) and counts a resize that happened.
   Status resize(Connection& conn, uint32_t entries);
 
+  struct Pooled {
+    uint32_t slot;
+    std::unique_ptr<Connection> conn;
+  };
+
   Factory factory_;
   QpManagerOptions options_;
-  std::vector<std::unique_ptr<Connection>> idle_;
+  std::vector<Pooled> idle_;
   uint32_t active_ = 0;
   uint32_t cq_entries_ = 0;
   uint64_t made_ = 0;

@@ -223,18 +223,18 @@ TEST_CASE("handshake payloads round-trip and reject garbage", "[hello]") {
   CHECK_FALSE(parse_leader_hello(encode(lh).substr(1), "peer").ok());
   LeaderHello out_of_range{9, 1, 8, 1, 1, 1};  // more carriers than shards
   CHECK_FALSE(parse_leader_hello(encode(out_of_range), "peer").ok());
-  // A peer of wire version 2 (one connection per shard, no shard in the immediate) is
-  // refused by both sides, with the versions in the message.
+  // A peer of wire version 3 (batches without a MAC) is refused by both sides, with the
+  // versions in the message.
   auto old_leader = encode(lh);
   auto old_follower = encode(fh);
-  old_leader[5] = old_follower[5] = 2;
+  old_leader[5] = old_follower[5] = 3;
   auto old_l = parse_leader_hello(old_leader, "peer");
   auto old_f = parse_follower_hello(old_follower, "peer");
   REQUIRE_FALSE(old_l.ok());
   REQUIRE_FALSE(old_f.ok());
   for (const rdmarepl::Error& e : {old_l.error(), old_f.error()}) {
     CHECK(e.is(rdmarepl::Errc::protocol_error));
-    CHECK(e.message().find("version 2 (this build speaks 4)") != std::string::npos);
+    CHECK(e.message().find("version 3 (this build speaks 4)") != std::string::npos);
   }
   // A version 3 leader sends 40 bytes (no epoch): it hears about the version, not the size.
   auto v3_leader = encode(lh).substr(0, 40);

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -431,9 +432,20 @@ class LoopbackTransport final : public Transport {
     theirs->table = p->table;
     mine->peer = theirs;
     theirs->peer = mine;
-    mine->info =
-        PeerInfo{p->options.node_id, where.to_string(), p->options.regions, p->options.app_data};
-    theirs->info = PeerInfo{options.node_id, "loopback:client", options.regions, options.app_data};
+    mine->info = PeerInfo{
+        p->options.node_id, where.to_string(), p->options.regions, p->options.app_data, {}};
+    theirs->info =
+        PeerInfo{options.node_id, "loopback:client", options.regions, options.app_data, {}};
+    // With a pre-shared key on both sides, session keys as the bootstrap handshake would
+    // derive them: one per direction, the same on both ends.
+    if (!options.pre_shared_key.empty() && !p->options.pre_shared_key.empty()) {
+      std::random_device rd;
+      for (auto& b : mine->info.session_keys.send) b = static_cast<uint8_t>(rd());
+      for (auto& b : mine->info.session_keys.recv) b = static_cast<uint8_t>(rd());
+      mine->info.session_keys.set = true;
+      theirs->info.session_keys = {mine->info.session_keys.recv, mine->info.session_keys.send,
+                                   true};
+    }
     mine->hook = fabric_->leader_hook;
     mine->post_zero_length_locked(options.initial_recvs);  // ConnectionOptions::initial_recvs
     theirs->post_zero_length_locked(p->options.initial_recvs);

@@ -76,7 +76,7 @@ inline void qp_manager_scenario(Transport& t, uint32_t floor) {
   CHECK(m.set_active(1));
   REQUIRE(m.fit(**a));
   CHECK((*a)->completion_entries() == 4 * floor);
-  m.release(std::move(*b));
+  m.release(std::move(*b), 1);
   CHECK(m.idle() == 1);
   CHECK(b_raw->healthy());
   CHECK(b_raw->completion_entries() == floor);
@@ -84,8 +84,10 @@ inline void qp_manager_scenario(Transport& t, uint32_t floor) {
 
   // N = 2 again: slot 1 takes the pooled connection back, no new connection.
   CHECK(m.set_active(2));
-  auto again = m.acquire(1);
+  bool reused_flag = false;
+  auto again = m.acquire(1, &reused_flag);
   REQUIRE(again);
+  CHECK(reused_flag);
   CHECK(again->get() == b_raw);
   CHECK(b_raw->completion_entries() == 2 * floor);
   CHECK(m.made() == 2);
@@ -93,15 +95,22 @@ inline void qp_manager_scenario(Transport& t, uint32_t floor) {
   CHECK(accepted.size() == 2);
 
   // The pool keeps max_idle: a second release closes the connection.
-  m.release(std::move(*again));
-  m.release(std::move(*a));
+  m.release(std::move(*again), 1);
+  m.release(std::move(*a), 0);
   CHECK(m.idle() == 1);
+  // A connection stays with its slot: slot 2 does not get slot 1's pooled one.
+  auto other = m.acquire(2, &reused_flag);
+  REQUIRE(other);
+  CHECK_FALSE(reused_flag);
+  CHECK(m.made() == 3);
+  CHECK(m.idle() == 1);
+  other->get()->close();
   // A pooled connection that failed is not handed out: a new one is made.
   m.for_each_idle([](Connection& c) { c.close(); });
-  auto fresh = m.acquire(0);
+  auto fresh = m.acquire(1);
   REQUIRE(fresh);
   CHECK((*fresh)->healthy());
-  CHECK(m.made() == 3);
+  CHECK(m.made() == 4);
   CHECK(m.idle() == 0);
   CHECK(m.reused() == 1);
   CHECK(reused == m.reused());

@@ -63,6 +63,8 @@ struct PeerInfo {
   std::string address;                // "host:port" for messages
   std::vector<RemoteRegion> regions;  // regions the peer lets us write into
   std::string app_data;
+  // Keys for authenticating data after the handshake (set only with a pre-shared key).
+  SessionKeys session_keys;
 };
 
 // One reliable connection (a QP). post_* and poll are the data path: they never throw or

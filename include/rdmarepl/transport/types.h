@@ -2,6 +2,7 @@
 // vocabulary of RC verbs: keys, remote descriptors, work requests and completions.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -63,6 +64,20 @@ struct RemoteRegion {
   friend bool operator==(const RemoteRegion&, const RemoteRegion&) = default;
 };
 
+// A symmetric key of one direction of one connection, derived in the handshake from the
+// pre-shared key and both sides' nonces (docs/wire_format.md, "Session keys").
+inline constexpr size_t kSessionKeyBytes = 32;
+using SessionKey = std::array<uint8_t, kSessionKeyBytes>;
+
+// The two session keys of an authenticated connection: `send` authenticates what this side
+// sends, `recv` what the peer sends (the peer's `send`). `set` is false without a
+// pre-shared key.
+struct SessionKeys {
+  SessionKey send{};
+  SessionKey recv{};
+  bool set = false;
+};
+
 // One piece of local memory of a gathered write (an ibv_sge): `length` bytes at `addr`,
 // covered by the registration named by `lkey`.
 struct LocalSegment {
@@ -73,7 +88,7 @@ struct LocalSegment {
 
 // Segments one write may gather from: the first (local_addr, length, lkey) plus up to
 // kMaxWriteSegments - 1 in WriteRequest::extra. Verbs QPs are created with this many SGEs.
-inline constexpr size_t kMaxWriteSegments = 3;
+inline constexpr size_t kMaxWriteSegments = 4;
 
 // One RDMA Write-with-Immediate: `length` bytes from local memory (covered by `lkey`) are
 // placed at `remote_addr` in the peer's region named by `rkey`; then the peer consumes one

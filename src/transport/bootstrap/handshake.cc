@@ -35,6 +35,10 @@ static_assert(3 * kHeaderBytes + kOpenBytes + kMaxHelloBytes + 2 * kMacBytes + k
 constexpr std::string_view kLabelClientProof = "rdmarepl/1 initiator proof";
 constexpr std::string_view kLabelServerHello = "rdmarepl/1 responder hello";
 constexpr std::string_view kLabelClientHello = "rdmarepl/1 initiator hello";
+// Session keys: one per direction, over the whole transcript (docs/wire_format.md).
+constexpr std::string_view kLabelKeyFromInitiator = "rdmarepl/1 key initiator to responder";
+constexpr std::string_view kLabelKeyFromResponder = "rdmarepl/1 key responder to initiator";
+static_assert(kMacBytes == kSessionKeyBytes);
 
 std::string_view to_string(Msg m) {
   switch (m) {
@@ -57,9 +61,10 @@ class Session {
   Session(BytePipe& pipe, Role role, std::string_view key, Deadline deadline)
       : pipe_(pipe), role_(role), key_(key), deadline_(deadline), peer_(pipe.peer()) {}
 
-  Result<Hello> run(const Hello& mine) {
+  Result<Hello> run(const Hello& mine, SessionKeys* keys) {
     auto result = role_ == Role::initiator ? run_initiator(mine) : run_responder(mine);
     if (!result.ok()) return decorate(std::move(result).error());
+    if (keys != nullptr) derive_keys(*keys);
     return result;
   }
 
@@ -95,6 +100,21 @@ class Session {
   }
 
   bool keyed() const noexcept { return !key_.empty(); }
+
+  // After a successful keyed handshake both sides hold the same transcript (every message,
+  // Done included, in wire order): each direction's key is the MAC of its label over it.
+  void derive_keys(SessionKeys& keys) const {
+    keys = SessionKeys{};
+    if (!keyed()) return;
+    const auto from_initiator = mac(kLabelKeyFromInitiator, {});
+    const auto from_responder = mac(kLabelKeyFromResponder, {});
+    const bool initiator = role_ == Role::initiator;
+    std::copy(from_initiator.begin(), from_initiator.end(),
+              (initiator ? keys.send : keys.recv).begin());
+    std::copy(from_responder.begin(), from_responder.end(),
+              (initiator ? keys.recv : keys.send).begin());
+    keys.set = true;
+  }
 
   Status send_open(TransportKind kind) {
     std::array<uint8_t, kOpenBytes> body{};
@@ -308,7 +328,7 @@ class Session {
 }  // namespace
 
 Result<Hello> exchange(BytePipe& pipe, const Hello& mine, Role role,
-                       std::string_view pre_shared_key, Deadline deadline) {
+                       std::string_view pre_shared_key, Deadline deadline, SessionKeys* keys) {
   if (sodium_init() < 0) {
     return Error(Errc::unsupported,
                  "libsodium failed to initialise (no entropy source?); check /dev/urandom");
@@ -319,16 +339,16 @@ Result<Hello> exchange(BytePipe& pipe, const Hello& mine, Role role,
                              mine.version, kProtocolVersion));
   }
   Session session(pipe, role, pre_shared_key, deadline);
-  return session.run(mine);
+  return session.run(mine, keys);
 }
 
 Result<Hello> exchange(int fd, const Hello& mine, Role role, std::string_view pre_shared_key,
-                       Deadline deadline) {
+                       Deadline deadline, SessionKeys* keys) {
   int flags = ::fcntl(fd, F_GETFL);
   if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0)
     return errno_error(errno, "fcntl(O_NONBLOCK) on the bootstrap socket");
   SocketPipe pipe(fd);
-  return exchange(pipe, mine, role, pre_shared_key, deadline);
+  return exchange(pipe, mine, role, pre_shared_key, deadline, keys);
 }
 
 }  // namespace rdmarepl::transport::bootstrap

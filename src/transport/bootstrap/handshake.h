@@ -9,7 +9,8 @@
 // nonces. The initiator proves knowledge of the key before the responder sends anything
 // about itself, and the responder proves it before the initiator does, so neither an
 // unauthenticated peer nor a replayed transcript learns the other side's regions (rkeys).
-// The key itself never travels.
+// The key itself never travels. A keyed handshake also yields two session keys, one per
+// direction, for authenticating what the connection carries afterwards.
 #pragma once
 
 #include <string_view>
@@ -37,13 +38,15 @@ enum class Role : uint8_t { initiator, responder };
 // Errc::unsupported for another protocol version or transport kind, Errc::timeout,
 // Errc::connection_closed. When the other side is still listening, it is told why it was
 // refused (a Reject message) before we give up. The socket is left open; the caller owns it.
+// `keys` (optional) receives the session keys (set only with a pre-shared key).
 Result<Hello> exchange(int fd, const Hello& mine, Role role, std::string_view pre_shared_key,
-                       Deadline deadline);
+                       Deadline deadline, SessionKeys* keys = nullptr);
 
 // The same handshake over any byte pipe (the bytes are identical; the socket form above wraps
 // the descriptor in a SocketPipe). Each handshake message is one pipe.send() call; a refused
 // peer's Reject is sent with a 500 ms grace deadline. Errors name pipe.peer().
 Result<Hello> exchange(BytePipe& pipe, const Hello& mine, Role role,
-                       std::string_view pre_shared_key, Deadline deadline);
+                       std::string_view pre_shared_key, Deadline deadline,
+                       SessionKeys* keys = nullptr);
 
 }  // namespace rdmarepl::transport::bootstrap

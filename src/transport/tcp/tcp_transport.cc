@@ -58,9 +58,10 @@ Result<std::unique_ptr<Connection>> establish(bootstrap::Fd fd, bootstrap::Role 
   mine.node_id = options.node_id;
   mine.regions = options.regions;
   mine.app_data = options.app_data;
-  auto theirs = bootstrap::exchange(fd.get(), mine, role, options.pre_shared_key, deadline);
-  if (!theirs) return std::move(theirs).error();
   PeerInfo peer;
+  auto theirs = bootstrap::exchange(fd.get(), mine, role, options.pre_shared_key, deadline,
+                                    &peer.session_keys);
+  if (!theirs) return std::move(theirs).error();
   peer.node_id = std::move(theirs->node_id);
   peer.address = bootstrap::peer_address(fd.get());
   peer.regions = std::move(theirs->regions);

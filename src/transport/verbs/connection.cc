@@ -161,7 +161,8 @@ Status VerbsConnection::handshake(bootstrap::Role role, const ConnectionOptions&
   hello.transport_blob = mine.serialize();
   hello.regions = options.regions;
   hello.app_data = options.app_data;
-  auto theirs = bootstrap::exchange(socket_.get(), hello, role, options.pre_shared_key, deadline);
+  auto theirs = bootstrap::exchange(socket_.get(), hello, role, options.pre_shared_key, deadline,
+                                    &peer_.session_keys);
   if (!theirs) return theirs.error();
   name_ = fmt::format("verbs connection with {} ({})", theirs->node_id,
                       bootstrap::peer_address(socket_.get()));

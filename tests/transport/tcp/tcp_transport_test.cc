@@ -287,6 +287,31 @@ TEST_CASE("tcp: the listener refuses garbage and a wrong key, then accepts a goo
     auto r = fut.get();
     REQUIRE(r.ok());
     CHECK((*r)->peer().node_id == "leader");
+    // Both ends derived the same two session keys, one per direction.
+    const auto& mine = (*c)->peer().session_keys;
+    const auto& theirs = (*r)->peer().session_keys;
+    REQUIRE(mine.set);
+    REQUIRE(theirs.set);
+    CHECK(mine.send == theirs.recv);
+    CHECK(mine.recv == theirs.send);
+    CHECK(mine.send != mine.recv);
+    // A new connection with the same key gets other keys (fresh nonces).
+    auto fut2 = std::async(std::launch::async, [&] { return (*l)->accept(so, 10s); });
+    auto c2 = t.connect(ep, co);
+    REQUIRE(c2.ok());
+    REQUIRE(fut2.get().ok());
+    CHECK((*c2)->peer().session_keys.send != mine.send);
+  }
+  {  // without a key there are no session keys
+    ConnectionOptions open_so;
+    open_so.node_id = "follower";
+    auto fut = std::async(std::launch::async, [&] { return (*l)->accept(open_so, 10s); });
+    ConnectionOptions co;
+    co.node_id = "leader";
+    auto c = t.connect(ep, co);
+    REQUIRE(c.ok());
+    REQUIRE(fut.get().ok());
+    CHECK_FALSE((*c)->peer().session_keys.set);
   }
 }
 
