@@ -295,10 +295,11 @@ void Leader::send_pending(Shard& s) noexcept {
 size_t Leader::poll_carrier(FollowerCarriers& fc, Carrier& c) noexcept {
   std::unique_lock lock(c.mu, std::try_to_lock);
   if (!lock.owns_lock() || !c.conn) return 0;
-  return drain_carrier(fc, *c.conn);
+  return drain_carrier(fc, c, *c.conn);
 }
 
-size_t Leader::drain_carrier(FollowerCarriers& fc, transport::Connection& conn) noexcept {
+size_t Leader::drain_carrier(FollowerCarriers& fc, Carrier& c,
+                             transport::Connection& conn) noexcept {
   std::array<transport::Completion, 32> wc;
   const size_t n = conn.poll(wc);
   uint32_t reposts = 0;
@@ -316,7 +317,7 @@ size_t Leader::drain_carrier(FollowerCarriers& fc, transport::Connection& conn) 
           "authentication failed: the MAC of a reply (immediate 0x{:08x}, {} bytes) from "
           "follower {} ({}) does not match: it was forged, altered, replayed or reordered on "
           "the way; it was not counted",
-          e.imm, e.byte_len, c.conn->peer().node_id, c.conn->peer().address));
+          e.imm, e.byte_len, conn.peer().node_id, conn.peer().address));
       return n;
     }
     const uint32_t shard = imm_shard(e.imm);

@@ -120,7 +120,9 @@ class Leader final : public CoreBase, private CatchUpHost {
   // Drains one carrier's completions into its links' mailboxes (no shard lock needed).
   size_t poll_carrier(FollowerCarriers& fc, Carrier& c) noexcept;
   // The same for one connection the caller has to itself (mu held, or pooled).
-  size_t drain_carrier(FollowerCarriers& fc, transport::Connection& conn) noexcept;
+  // `c` is the slot `conn` belongs to (its connection, or one pooled from it): what checks
+  // the replies' MACs.
+  size_t drain_carrier(FollowerCarriers& fc, Carrier& c, transport::Connection& conn) noexcept;
   size_t poll_carriers(uint32_t worker, uint32_t workers) noexcept;
   // Processes the newest acknowledgement the poller left for `l` (shard lock held).
   void take_ack(Shard& s, Link& l) noexcept;

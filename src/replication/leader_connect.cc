@@ -193,7 +193,10 @@ void Leader::adjust_carriers(FollowerCarriers& fc) noexcept {
   for (uint32_t k = n; k < fc.slots.size(); ++k) pool_idle(fc, k);
   // Pooled carriers are polled here, so that one that fails ends the session as an active
   // one would (nothing is in flight on them).
-  fc.qps->for_each_idle([&](transport::Connection& c) { (void)drain_carrier(fc, c); });
+  // A pooled connection's replies are checked with its slot's MAC state, which it keeps.
+  fc.qps->for_each_idle([&](uint32_t slot, transport::Connection& conn) {
+    (void)drain_carrier(fc, *fc.slots[slot], conn);
+  });
   for (uint32_t k = 0; k < n; ++k) {
     Carrier& c = *fc.slots[k];
     if (c.up.load(std::memory_order_acquire)) continue;

@@ -63,10 +63,11 @@ class QpManager {
   bool set_active(uint32_t n) noexcept;
   // Resizes an active connection's completion queues to the current share.
   Status fit(Connection& conn);
-  // Lends each pooled connection to `f` (e.g. to poll it, so that a failure is noticed).
+  // Lends each pooled connection to `f(slot, conn)` (e.g. to poll it, so that a failure is
+  // noticed).
   template <class F>
   void for_each_idle(F&& f) {
-    for (auto& p : idle_) f(*p.conn);
+    for (auto& p : idle_) f(p.slot, *p.conn);
   }
   // Closes every pooled connection (the session they belong to is over).
   void clear() noexcept;

@@ -569,9 +569,13 @@ namespace {
 
 // `dwell`: how long each N holds; long enough for the control thread to connect the new
 // carriers and for the shards to drain off the ones left idle (slower in the Soft-RoCE VM).
-void carrier_scenario(TransportKind transport, std::chrono::milliseconds dwell) {
+// `keyed`: with a pre-shared key every write carries a MAC under per-connection counters, so
+// a pooled connection must come back to its own slot with its counters, or the follower
+// refuses its next batch (auth_failures, a reconnect).
+void carrier_scenario(TransportKind transport, std::chrono::milliseconds dwell, bool keyed) {
   ChannelOptions o = test::loopback_options();
   o.transport = transport;
+  if (keyed) o.pre_shared_key = "carrier scenario key, 32 bytes or more";
   o.shards = 8;
   o.max_value_bytes = 4096;
   o.retain_bytes = 4 << 20;
@@ -640,9 +644,10 @@ void carrier_scenario(TransportKind transport, std::chrono::milliseconds dwell) 
                          values[static_cast<size_t>(w)].end());
   }
   const auto m = ch.metrics();
-  WARN("carriers over " << to_string(transport) << ": " << total << " records in " << secs << " s, "
-                        << m.carrier_moves << " shard moves, " << m.qps_reused
-                        << " QPs reused from the pool, " << m.cq_resizes << " CQ resizes");
+  WARN("carriers over " << to_string(transport) << (keyed ? " with a key" : "") << ": " << total
+                        << " records in " << secs << " s, " << m.carrier_moves << " shard moves, "
+                        << m.qps_reused << " QPs reused from the pool, " << m.cq_resizes
+                        << " CQ resizes");
   CHECK(failures == 0);
   {
     std::lock_guard lock(fstore.order.mu);
@@ -660,21 +665,28 @@ void carrier_scenario(TransportKind transport, std::chrono::milliseconds dwell) 
   // 0 and 1 to four shards' worth), and pooling shrinks them back to their floor.
   CHECK(m.cq_resizes >= 2);
   CHECK((*follower)->metrics().protocol_errors == 0);
+  CHECK(m.auth_failures == 0);
+  CHECK((*follower)->metrics().auth_failures == 0);
 }
 
 }  // namespace
 
 TEST_CASE("the QP knob moves shards between carriers under load over TCP", "[knobs][carriers]") {
-  carrier_scenario(TransportKind::tcp, 150ms);
+  carrier_scenario(TransportKind::tcp, 150ms, false);
+}
+
+TEST_CASE("the QP knob moves shards between carriers under load over TCP with a key",
+          "[knobs][carriers]") {
+  carrier_scenario(TransportKind::tcp, 150ms, true);
 }
 
 // Hidden: needs an RDMA device; run inside the Soft-RoCE VM by the rxe test rxe_carriers_verbs
 // (tests/rxe/CMakeLists.txt). Here the pooled connections are RC QPs and the resizes are
-// ibv_resize_cq calls on their CQs.
+// ibv_resize_cq calls on their CQs, and every write carries a MAC inside the written bytes.
 TEST_CASE("the QP knob moves shards between carriers under load over verbs",
           "[knobs][carriers][.verbs]") {
   auto t = replication::select_transport(TransportKind::verbs);
   INFO((t.ok() ? std::string() : t.error().message()));
   REQUIRE(t.ok());
-  carrier_scenario(TransportKind::verbs, 1000ms);
+  carrier_scenario(TransportKind::verbs, 1000ms, true);
 }

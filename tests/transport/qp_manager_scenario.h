@@ -106,7 +106,7 @@ inline void qp_manager_scenario(Transport& t, uint32_t floor) {
   CHECK(m.idle() == 1);
   other->get()->close();
   // A pooled connection that failed is not handed out: a new one is made.
-  m.for_each_idle([](Connection& c) { c.close(); });
+  m.for_each_idle([](uint32_t, Connection& c) { c.close(); });
   auto fresh = m.acquire(1);
   REQUIRE(fresh);
   CHECK((*fresh)->healthy());
