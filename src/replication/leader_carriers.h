@@ -53,11 +53,11 @@ struct Carrier {
   const std::byte* reply_tags = nullptr;
   transport::RemoteRegion reply_region{};
 
-  // Caller holds mu. With authentication on, appends the tag of `wr` (its immediate and
-  // every byte it writes) as its last segment; false when `wr` has no segment left for it.
-  bool seal(transport::WriteRequest& wr) noexcept;
-  // Caller holds mu: the request seal() sealed was not posted (its counter is given back).
-  void unseal() noexcept { mac.retract(); }
+  // Caller holds mu and conn is set. Posts `wr` on conn, sealed first when authentication
+  // is on (its tag, over its immediate and every byte it writes, appended as its last
+  // segment); `invalid` when `wr` has no segment left for the tag. A write that was not
+  // posted gives its counter back.
+  transport::PostStatus post(transport::WriteRequest& wr) noexcept;
 };
 
 struct FollowerCarriers {

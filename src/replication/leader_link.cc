@@ -9,16 +9,21 @@
 
 namespace rdmarepl::replication::detail {
 
-bool Carrier::seal(transport::WriteRequest& wr) noexcept {
-  if (!mac.enabled()) return true;
-  if (wr.extra_count >= transport::kMaxWriteSegments - 1 || tag_slots == 0) return false;
-  std::array<transport::LocalSegment, transport::kMaxWriteSegments> segments{};
-  for (size_t i = 0; i < wr.segment_count(); ++i) segments[i] = wr.segment(i);
-  std::byte* tag = tags + (mac.counter() % tag_slots) * kMacTagBytes;
-  mac.seal(wr.imm, std::span(segments.data(), wr.segment_count()),
-           std::span<uint8_t, kMacTagBytes>(reinterpret_cast<uint8_t*>(tag), kMacTagBytes));
-  wr.extra[wr.extra_count++] = transport::LocalSegment{tag, kMacTagBytes, tags_lkey};
-  return true;
+transport::PostStatus Carrier::post(transport::WriteRequest& wr) noexcept {
+  const bool sealed = mac.enabled();
+  if (sealed) {
+    if (wr.extra_count >= transport::kMaxWriteSegments - 1 || tag_slots == 0)
+      return transport::PostStatus::invalid;
+    std::array<transport::LocalSegment, transport::kMaxWriteSegments> segments{};
+    for (size_t i = 0; i < wr.segment_count(); ++i) segments[i] = wr.segment(i);
+    std::byte* tag = tags + (mac.counter() % tag_slots) * kMacTagBytes;
+    mac.seal(wr.imm, std::span(segments.data(), wr.segment_count()),
+             std::span<uint8_t, kMacTagBytes>(reinterpret_cast<uint8_t*>(tag), kMacTagBytes));
+    wr.extra[wr.extra_count++] = transport::LocalSegment{tag, kMacTagBytes, tags_lkey};
+  }
+  const auto st = conn->post_writes(std::span<const transport::WriteRequest>(&wr, 1));
+  if (st != transport::PostStatus::ok && sealed) mac.retract();
+  return st;
 }
 
 Link::Post Link::post_batch(const transport::WriteRequest& bytes, bool large_batch,
@@ -72,9 +77,7 @@ Link::Post Link::post_batch(const transport::WriteRequest& bytes, bool large_bat
     if (!c.conn) return Post::disconnected;
     // The follower posts queue_depth + 4 receives per connection, whatever shards it carries.
     if (c.inflight + 2 >= carriers->queue_depth) return Post::no_room;
-    if (!c.seal(wr)) return Post::refused;
-    const auto st = c.conn->post_writes(std::span<const transport::WriteRequest>(&wr, 1));
-    if (st != transport::PostStatus::ok) c.unseal();
+    const auto st = c.post(wr);
     if (st == transport::PostStatus::queue_full) return Post::queue_full;
     if (st == transport::PostStatus::disconnected) return Post::disconnected;
     if (st != transport::PostStatus::ok) return Post::refused;
@@ -99,10 +102,7 @@ transport::PostStatus Link::post_raw(transport::WriteRequest wr) noexcept {
   Carrier& c = *carriers->slots[carrier];
   std::lock_guard lock(c.mu);
   if (!c.conn) return transport::PostStatus::disconnected;
-  if (!c.seal(wr)) return transport::PostStatus::invalid;
-  const auto st = c.conn->post_writes(std::span<const transport::WriteRequest>(&wr, 1));
-  if (st != transport::PostStatus::ok) c.unseal();
-  return st;
+  return c.post(wr);
 }
 
 std::string Link::failure() const {
