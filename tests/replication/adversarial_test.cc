@@ -95,6 +95,20 @@ int idle_socket(const char* source, uint16_t port) {
 }
 
 // Whether the follower closed `fd` within `limit` (a read sees EOF or a reset).
+// `count` idle sockets to `port`, the i-th from address source(i), held open without a byte
+// sent.
+template <class Source>
+std::vector<int> hold_idle_sockets(uint16_t port, int count, Source source) {
+  std::vector<int> fds;
+  for (int i = 0; i < count; ++i) {
+    const std::string from = source(i);
+    const int fd = idle_socket(from.c_str(), port);
+    REQUIRE(fd >= 0);
+    fds.push_back(fd);
+  }
+  return fds;
+}
+
 bool closed_by_peer(int fd, Duration limit) {
   timeval tv{};
   tv.tv_usec = static_cast<suseconds_t>(
@@ -131,12 +145,8 @@ TEST_CASE("a real leader connects within connect_timeout while 200 idle sockets 
   const uint16_t port = follower->local_endpoint().port;
 
   // 200 sockets from another loopback address, held open without a byte sent.
-  std::vector<int> idle;
-  for (int i = 0; i < 200; ++i) {
-    const int fd = idle_socket("127.0.0.2", port);
-    REQUIRE(fd >= 0);
-    idle.push_back(fd);
-  }
+  const std::vector<int> idle =
+      hold_idle_sockets(port, 200, [](int) { return std::string("127.0.0.2"); });
   const auto t0 = Clock::now();
   MapStore lstore;
   auto leader = leader_of(*follower, "leader", 0, lstore);
@@ -188,13 +198,8 @@ TEST_CASE("idle sockets from many addresses make room for a real leader", "[adve
   const uint16_t port = follower->local_endpoint().port;
   // 200 sockets from 50 addresses: more than max_handshakes (64) in all, within the limit
   // per address. The oldest silent ones are closed to make room.
-  std::vector<int> idle;
-  for (int i = 0; i < 200; ++i) {
-    const std::string source = "127.0.1." + std::to_string(2 + i % 50);
-    const int fd = idle_socket(source.c_str(), port);
-    REQUIRE(fd >= 0);
-    idle.push_back(fd);
-  }
+  const std::vector<int> idle =
+      hold_idle_sockets(port, 200, [](int i) { return "127.0.1." + std::to_string(2 + i % 50); });
   const auto t0 = Clock::now();
   MapStore lstore;
   auto leader = leader_of(*follower, "leader", 0, lstore);
