@@ -38,8 +38,10 @@ Result<std::string> expect(ChildProcess& child, std::string_view prefix,
   return line;
 }
 
+// Starts follower `index` listening on `port` (0: any); its ports come back in `port_out`
+// and (0 when it serves no reads) `read_port_out`.
 Result<ChildProcess> start_follower(const RunConfig& config, uint32_t index, uint16_t port,
-                                    uint16_t& port_out) {
+                                    uint16_t& port_out, uint16_t& read_port_out) {
   auto args = to_args(config);
   args.insert(args.begin(), {"--role", "follower", "--id", std::to_string(index), "--port",
                              std::to_string(port)});
@@ -55,7 +57,22 @@ Result<ChildProcess> start_follower(const RunConfig& config, uint32_t index, uin
     return Error(Errc::protocol_error, child->name() + " reported no port: '" + *line + "'");
   }
   port_out = static_cast<uint16_t>(*p);
+  auto rp = parse_count(field(*line, "read_port"), "read_port");
+  if (!rp || *rp > 65535 || (config.read_keys != 0 && *rp == 0)) {
+    return Error(Errc::protocol_error, child->name() + " reported no read port: '" + *line + "'");
+  }
+  read_port_out = static_cast<uint16_t>(*rp);
   return child;
+}
+
+// Has the leader read keys back from every follower's read server (read_check.h).
+Result<ReadCheck> check_follower_reads(ChildProcess& leader, const std::vector<uint16_t>& ports) {
+  std::string peers;
+  for (uint16_t p : ports) peers += fmt::format("{}127.0.0.1:{}", peers.empty() ? "" : ",", p);
+  RDMAREPL_TRY(leader.control().send_line("readcheck peers=" + peers));
+  auto line = expect(leader, "readcheck ", 120s);
+  if (!line) return std::move(line).error();
+  return ReadCheck::from_wire(*line);
 }
 
 }  // namespace
@@ -69,12 +86,15 @@ Result<RunResult> run_cluster(const RunConfig& config) {
 
   std::vector<ChildProcess> followers;
   std::vector<uint16_t> ports;
+  std::vector<uint16_t> read_ports;
   for (uint32_t i = 0; i < config.followers; ++i) {
     uint16_t port = 0;
-    auto f = start_follower(config, i, 0, port);
+    uint16_t read_port = 0;
+    auto f = start_follower(config, i, 0, port, read_port);
     if (!f) return std::move(f).error();
     followers.push_back(std::move(*f));
     ports.push_back(port);
+    read_ports.push_back(read_port);
   }
 
   std::string peers;
@@ -116,7 +136,7 @@ Result<RunResult> run_cluster(const RunConfig& config) {
     if (killed_ns != 0 && !restarted &&
         (written >= restart_at || mono_ns() - killed_ns > 1'000'000'000)) {
       uint16_t port = 0;
-      auto f = start_follower(config, 0, ports[0], port);
+      auto f = start_follower(config, 0, ports[0], port, read_ports[0]);
       if (!f) return Error(f.error().code(), "restarting follower-1: " + f.error().message());
       followers[0] = std::move(*f);
       restarted = true;
@@ -182,6 +202,13 @@ Result<RunResult> run_cluster(const RunConfig& config) {
     }
     result.digests.push_back(NodeDigest{f.name(), d});
     if (!(d == leader_digest)) result.verified = false;
+  }
+
+  if (config.read_keys != 0) {
+    auto reads = check_follower_reads(leader, read_ports);
+    if (!reads) return std::move(reads).error();
+    result.reads = *reads;
+    if (reads->mismatches != 0) result.verified = false;
   }
 
   // Every role stays up (serving its metrics) for --linger before it is stopped.

@@ -10,6 +10,7 @@
 
 #include "kv_store.h"
 #include "latency.h"
+#include "read_check.h"
 #include "rdmarepl/core/result.h"
 #include "rdmarepl/replication/channel_metrics.h"
 #include "run_config.h"
@@ -34,7 +35,9 @@ struct RunResult {
   replication::MetricsSnapshot leader_metrics;  // the scalar metrics at the leader's end
   bool follower_killed = false;
   std::vector<NodeDigest> digests;  // the leader first
-  bool verified = false;            // every follower's digest equals the leader's
+  ReadCheck reads;                  // with RunConfig::read_keys: keys read back from followers
+  // Every follower's digest equals the leader's (and every key read back matched).
+  bool verified = false;
 };
 
 // Runs the cluster. Errors (a role failed, a timeout) come back with the role's message.

@@ -163,6 +163,11 @@ void run_options(CLI::App& app, RunConfig& c, bool& no_kill, double& kill_at, ui
                "serve Prometheus metrics: the leader on 127.0.0.1:P/metrics, follower i "
                "(1-based) on port P+i (default 0: none)",
                65535, "P");
+  count_option(app, "--read-keys", c.read_keys,
+               "each follower serves reads; after the run the leader reads N keys back from "
+               "every follower and compares them with its store (default 1000 with --store "
+               "map, 0: no reads)",
+               UINT64_MAX, "N");
   count_option(app, "--linger", linger,
                "after the run, keep every process (and its metrics) up S seconds before "
                "stopping them (default 0)",
@@ -182,6 +187,7 @@ DemoCommand parse_demo_command(int argc, char** argv) {
   // system calls and wake-ups per batch on a small machine (see docs/benchmarks.md).
   c.shards = 1;
   c.polling = PollingMode::blocking;
+  c.read_keys = 1000;
   bool no_kill = false;
   double kill_at = 0.4;
   uint64_t linger = 0;
@@ -216,6 +222,7 @@ DemoCommand parse_demo_command(int argc, char** argv) {
     cmd.exit_code = 2;
     return cmd;
   }
+  if (c.digest_only_store && app.count("--read-keys") == 0) c.read_keys = 0;
   c.kill_at = no_kill ? 0.0 : kill_at;
   if (!no_kill && (c.kill_at <= 0 || c.kill_at >= 1)) {
     fmt::print(stderr, "replicated_kv: --kill-at {} is out of range; use 0 < F < 1\n", c.kill_at);

@@ -98,4 +98,28 @@ Result<std::pair<uint64_t, uint64_t>> parse_range(std::string_view text, std::st
   return std::pair<uint64_t, uint64_t>{*lo, *hi};
 }
 
+Result<std::vector<transport::Endpoint>> parse_endpoints(std::string_view text,
+                                                         std::string_view what) {
+  std::vector<transport::Endpoint> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find(',', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string item(text.substr(pos, end - pos));
+    auto colon = item.rfind(':');
+    if (colon == std::string::npos) {
+      return Error(Errc::invalid_argument,
+                   std::string(what) + " item '" + item + "' is not host:port");
+    }
+    auto port = parse_count(item.substr(colon + 1), std::string(what) + " port");
+    if (!port || *port == 0 || *port > 65535) {
+      return Error(Errc::invalid_argument,
+                   std::string(what) + " item '" + item + "' has a bad port");
+    }
+    out.push_back(transport::Endpoint{item.substr(0, colon), static_cast<uint16_t>(*port)});
+    pos = end + 1;
+  }
+  return out;
+}
+
 }  // namespace rdmarepl::kvdemo

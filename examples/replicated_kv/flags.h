@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "rdmarepl/core/result.h"
+#include "rdmarepl/transport/types.h"
 
 namespace rdmarepl::kvdemo {
 
@@ -36,5 +37,8 @@ class Flags {
 Result<uint64_t> parse_count(std::string_view text, std::string_view what);
 // "MIN-MAX" or "N" (then MIN = MAX = N).
 Result<std::pair<uint64_t, uint64_t>> parse_range(std::string_view text, std::string_view what);
+// "host:port,host:port" -> endpoints; the error names `what` and the bad item.
+Result<std::vector<transport::Endpoint>> parse_endpoints(std::string_view text,
+                                                         std::string_view what);
 
 }  // namespace rdmarepl::kvdemo

@@ -65,6 +65,13 @@ int main(int argc, char** argv) {
     fmt::print("  follower-1       killed and restarted; {} reconnects, {} batches resent\n",
                r.leader_metrics.reconnects, r.leader_metrics.batches_resent);
   }
+  if (config.read_keys != 0) {
+    fmt::print("  reads            {} keys read back from each of {} followers' read servers: {}\n",
+               r.reads.keys, r.reads.replicas,
+               r.reads.mismatches == 0
+                   ? "every answer equals the leader's store"
+                   : fmt::format("{} answers DIFFER from the leader's store", r.reads.mismatches));
+  }
   fmt::print("  verified         {}\n",
              r.verified ? "yes: every store holds the same contents" : "NO: the stores differ");
   return r.verified ? 0 : 1;

@@ -21,6 +21,7 @@
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/replication/channel.h"
+#include "read_check.h"
 #include "run_config.h"
 
 namespace rdmarepl::kvdemo {
@@ -46,27 +47,6 @@ int fail(ControlSocket& ctl, const std::string& what) {
 void mute(ControlSocket& ctl) {
   log::set_level(log::Level::off);
   (void)ctl.send_line("muted");
-}
-
-Result<std::vector<transport::Endpoint>> parse_peers(const std::string& text) {
-  std::vector<transport::Endpoint> out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find(',', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string item = text.substr(pos, end - pos);
-    auto colon = item.rfind(':');
-    if (colon == std::string::npos) {
-      return Error(Errc::invalid_argument, "--peers item '" + item + "' is not host:port");
-    }
-    auto port = parse_count(item.substr(colon + 1), "--peers port");
-    if (!port || *port == 0 || *port > 65535) {
-      return Error(Errc::invalid_argument, "--peers item '" + item + "' has a bad port");
-    }
-    out.push_back(transport::Endpoint{item.substr(0, colon), static_cast<uint16_t>(*port)});
-    pos = end + 1;
-  }
-  return out;
 }
 
 // Tickets of one shard commit in seq order, so a FIFO per shard finds every commit by
@@ -168,7 +148,7 @@ Status wait_connected(Channel& channel, size_t followers, std::chrono::seconds l
 int run_leader(const Flags& flags, ControlSocket& ctl) {
   RunConfig config;
   if (auto s = apply_flags(flags, config); !s) return fail(ctl, s.error().message());
-  auto peers = parse_peers(flags.get("peers"));
+  auto peers = parse_endpoints(flags.get("peers"), "--peers");
   if (!peers) return fail(ctl, peers.error().message());
 
   KvStore store(config.digest_only_store ? KvStore::Mode::kDigestOnly : KvStore::Mode::kFull);
@@ -258,6 +238,12 @@ int run_leader(const Flags& flags, ControlSocket& ctl) {
     if (!line || *line == "quit") break;
     if (*line == "digest") (void)ctl.send_line("digest value=" + store.digest().to_string());
     if (*line == "mute") mute(ctl);
+    if (line->rfind("readcheck ", 0) == 0) {
+      auto c = check_reads(store, config.workload, field(*line, "peers"), channel.transport_name(),
+                           config.pre_shared_key, config.read_keys);
+      if (!c) return fail(ctl, "leader: " + c.error().message());
+      (void)ctl.send_line("readcheck " + c->to_wire());
+    }
   }
   channel.close();
   return 0;
@@ -279,10 +265,17 @@ int run_follower(const Flags& flags, ControlSocket& ctl) {
   Channel& channel = **created;
   const uint32_t metrics_port =
       config.metrics_port == 0 ? 0 : config.metrics_port + 1 + static_cast<uint32_t>(*index);
-  auto served = MetricsServer::start(channel, static_cast<uint16_t>(metrics_port));
+  std::unique_ptr<ReadServer> reads;
+  if (config.read_keys != 0) {
+    auto r = start_read_server(channel, store);
+    if (!r) return fail(ctl, options.node_id + ": serving reads: " + r.error().message());
+    reads = std::move(*r);
+  }
+  auto served = MetricsServer::start(channel, static_cast<uint16_t>(metrics_port), reads.get());
   if (!served) return fail(ctl, options.node_id + ": " + served.error().message());
-  if (!ctl.send_line(fmt::format("ready port={} transport={}", channel.local_endpoint().port,
-                                 channel.transport_name()))) {
+  if (!ctl.send_line(
+          fmt::format("ready port={} read_port={} transport={}", channel.local_endpoint().port,
+                      reads ? reads->local_endpoint().port : 0, channel.transport_name()))) {
     return 1;
   }
   for (;;) {
@@ -295,6 +288,7 @@ int run_follower(const Flags& flags, ControlSocket& ctl) {
           fmt::format("digest value={} {}", store.digest().to_string(), metrics_to_wire(m)));
     }
   }
+  if (reads) reads->close();
   channel.close();
   return 0;
 }

@@ -38,7 +38,7 @@ std::vector<std::string> run_config_flag_names() {
           "key-size",       "value-size",   "keyspace",     "erase-percent", "seed",
           "batch-bytes",    "shards",       "retain-bytes", "poll-us",       "flush-us",
           "leader-polling", "store",        "ring-bytes",   "wal-dir",       "durability",
-          "outstanding",    "metrics-port", "key-file"};
+          "outstanding",    "metrics-port", "key-file",     "read-keys"};
 }
 
 std::vector<std::string> to_args(const RunConfig& c) {
@@ -88,7 +88,9 @@ std::vector<std::string> to_args(const RunConfig& c) {
           "--metrics-port",
           std::to_string(c.metrics_port),
           "--key-file",
-          c.key_file};
+          c.key_file,
+          "--read-keys",
+          std::to_string(c.read_keys)};
 }
 
 Status apply_flags(const Flags& f, RunConfig& c) {
@@ -159,6 +161,7 @@ Status apply_flags(const Flags& f, RunConfig& c) {
   RDMAREPL_TRY(u64("flush-us", c.flush_us));
   RDMAREPL_TRY(u64("outstanding", c.outstanding));
   RDMAREPL_TRY(u32("metrics-port", c.metrics_port));
+  RDMAREPL_TRY(u64("read-keys", c.read_keys));
   if (f.has("value-size")) {
     auto r = parse_range(f.get("value-size"), "--value-size");
     if (!r) return std::move(r).error();
@@ -183,6 +186,10 @@ Status validate(const RunConfig& c) {
     return Error(Errc::invalid_argument,
                  "--metrics-port " + std::to_string(c.metrics_port) +
                      " leaves no room for one port per follower above it; use a lower port");
+  }
+  if (c.read_keys != 0 && c.digest_only_store) {
+    return Error(Errc::invalid_argument,
+                 "--read-keys needs stores that keep values; use --store map (or --read-keys 0)");
   }
   if (w.key_size < 8 || w.key_size > 1024) {
     return Error(Errc::invalid_argument, "--key-size " + std::to_string(w.key_size) +

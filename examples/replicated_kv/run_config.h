@@ -47,6 +47,10 @@ struct RunConfig {
   std::string pre_shared_key;
   // Every process's store: full (keeps values) or digest-only (see KvStore::Mode).
   bool digest_only_store = false;
+  // Reads served by the followers: 0 = none; else every follower runs a ReadServer and,
+  // after the run, the leader reads this many keys of the key space back from each one
+  // and compares them with its own store (read_check.h). Needs the full store.
+  uint64_t read_keys = 0;
 
   // Demo: SIGKILL one follower when this fraction of the records was written, and restart
   // it when `restart_at` was written (or a second passed). kill_at <= 0: no kill.

@@ -18,6 +18,20 @@ uint64_t scramble(uint64_t x) noexcept {
 }
 }  // namespace
 
+void format_key(uint64_t index, std::vector<char>& key) noexcept {
+  key[0] = 'k';
+  for (size_t i = key.size() - 1; i >= 1; --i) {
+    key[i] = static_cast<char>('0' + index % 10);
+    index /= 10;
+  }
+}
+
+std::string key_of(uint64_t index, uint32_t key_size) {
+  std::vector<char> key(std::max(key_size, 2u));
+  format_key(index, key);
+  return std::string(key.data(), key.size());
+}
+
 Workload::Workload(const WorkloadSpec& spec)
     : spec_(spec),
       state_(scramble(spec.seed + 0x632be59bd9b4e019ull)),
@@ -37,12 +51,7 @@ uint64_t Workload::rand() noexcept {
 
 Operation Workload::next() noexcept {
   Operation op;
-  uint64_t index = rand() % spec_.keyspace;
-  key_[0] = 'k';
-  for (size_t i = key_.size() - 1; i >= 1; --i) {
-    key_[i] = static_cast<char>('0' + index % 10);
-    index /= 10;
-  }
+  format_key(rand() % spec_.keyspace, key_);
   op.key = std::string_view(key_.data(), key_.size());
   uint64_t r = rand();
   if (spec_.erase_percent != 0 && r % 100 < spec_.erase_percent) {

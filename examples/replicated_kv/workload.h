@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -23,6 +24,11 @@ struct Operation {
   std::string_view key;    // valid until the next call of next()
   std::string_view value;  // empty for erase; valid until the next call of next()
 };
+
+// The key of key index `index` in a key of `key_size` bytes ("k" + zero-padded decimal).
+std::string key_of(uint64_t index, uint32_t key_size);
+// Writes it into `key` (its size is the key size, at least 2).
+void format_key(uint64_t index, std::vector<char>& key) noexcept;
 
 // Expected key + value bytes over the whole run (for sizing buffers).
 uint64_t expected_payload_bytes(const WorkloadSpec& spec) noexcept;

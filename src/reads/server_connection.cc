@@ -77,7 +77,17 @@ void ServerConnection::send(uint32_t tx, size_t bytes) noexcept {
 void ServerConnection::fail(std::string why) noexcept {
   if (failed_) return;
   failed_ = true;
-  log::warn("reads: closing the connection of {}: {}", peer_name_, why);
+  // A client that closed its connection between messages, with every answer delivered and
+  // nothing waiting, is done reading: routine, not a warning.
+  const bool client_left = !conn_->healthy() &&
+                           conn_->error().code() == make_error_code(Errc::connection_closed) &&
+                           why.find("truncated") == std::string::npos && parked_.empty() &&
+                           free_tx_.size() == options_.queue_depth;
+  if (client_left) {
+    log::info("reads: {} disconnected: {}", peer_name_, why);
+  } else {
+    log::warn("reads: closing the connection of {}: {}", peer_name_, why);
+  }
   conn_->close();
 }
 

@@ -1,5 +1,5 @@
 // The pieces the demo and the bench rely on for their verdicts: the store digest, the
-// workload's reproducibility, flag parsing and the latency percentiles.
+// workload's reproducibility, flag parsing, the latency percentiles and the read check.
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
@@ -11,6 +11,8 @@
 #include "kv_store.h"
 #include "latency.h"
 #include "metrics_text.h"
+#include "read_check.h"
+#include "run_config.h"
 #include "workload.h"
 
 using namespace rdmarepl;
@@ -219,4 +221,46 @@ TEST_CASE("metrics travel on a control line and into JSON, one key per table fie
   auto missing = metrics_from_wire("done n=5 records_replicated=3");
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.error().message(), Catch::Contains("bytes_replicated"));
+}
+
+TEST_CASE("the read check counts every follower answer that differs from the leader's store") {
+  using rdmarepl::kvdemo::check_reads;
+  RunConfig config;
+  config.transport = replication::TransportKind::tcp;
+  config.workload.records = 8;
+  config.workload.key_size = 16;
+  KvStore follower_store;
+  auto channel = replication::ReplicationChannel<KvStore>::create(follower_options(config, 0, 0),
+                                                                  follower_store);
+  REQUIRE(channel.ok());
+  auto server = rdmarepl::kvdemo::start_read_server(**channel, follower_store);
+  REQUIRE(server.ok());
+  const std::string where = "127.0.0.1:" + std::to_string((*server)->local_endpoint().port);
+
+  // The sample is the 8 keys k0..k7 of the key space. The leader holds all eight; the
+  // follower lacks k1, holds another value for k2 and a key the leader erased (k3).
+  KvStore leader_store;
+  for (uint64_t i = 0; i < 8; ++i)
+    if (i != 3) leader_store.put(kvdemo::key_of(i, 16), "v" + std::to_string(i));
+  for (uint64_t i = 0; i < 8; ++i)
+    if (i != 1)
+      follower_store.put(kvdemo::key_of(i, 16), i == 2 ? "other" : "v" + std::to_string(i));
+
+  auto c = check_reads(leader_store, config.workload, where, "tcp", "", 100);
+  REQUIRE(c.ok());
+  CHECK(c->keys == 8);
+  CHECK(c->replicas == 1);
+  CHECK(c->found == 7);
+  CHECK(c->mismatches == 3);
+  CHECK((*server)->stats().keys == 8);
+  auto wire = kvdemo::ReadCheck::from_wire("readcheck " + c->to_wire());
+  REQUIRE(wire.ok());
+  CHECK(wire->mismatches == 3);
+  CHECK(wire->found == 7);
+
+  // An unreachable replica is an error that names it.
+  (*server)->close();
+  auto gone = check_reads(leader_store, config.workload, where, "tcp", "", 100);
+  REQUIRE_FALSE(gone.ok());
+  CHECK_THAT(gone.error().message(), Catch::Contains(where));
 }

@@ -69,6 +69,9 @@ TEST_CASE("demo: a follower is killed and restarted, and every digest matches", 
   CHECK_FALSE(leader.empty());
   CHECK(followers_matching == 2);
   CHECK(r.text.find("follower-1       killed and restarted") != std::string::npos);
+  // Every follower served reads; the leader read 1000 keys back from each one.
+  CHECK(r.text.find("reads            1000 keys read back from each of 2 followers' read "
+                    "servers: every answer equals the leader's store") != std::string::npos);
   CHECK(r.text.find("verified         yes") != std::string::npos);
 }
 

@@ -139,6 +139,15 @@ TEST_CASE("a real Prometheus sees the demo's replication through a follower kill
   CHECK(r.one_at_end("last_over_time(rdmarepl_reconnects_total{role=\"leader\"}" + window + ")") >=
         1);
 
+  // Each follower's read server answered the leader's read-back of 1000 keys (the demo's
+  // default --read-keys), follower-1 from its restarted process.
+  auto keys_read = r.at_end("last_over_time(rdmarepl_read_keys_total" + window + ")");
+  REQUIRE(keys_read.size() == kFollowers);
+  for (const auto& [labels, v] : keys_read) {
+    INFO(labels.dump());
+    CHECK(v == 1000);
+  }
+
   // One latency sample per write.
   CHECK(r.one_at_end("last_over_time(rdmarepl_ack_latency_seconds_count{role=\"leader\"}" + window +
                      ")") == written);

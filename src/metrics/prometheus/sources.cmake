@@ -4,6 +4,7 @@ add_library(rdmarepl_prometheus
   ${CMAKE_CURRENT_LIST_DIR}/channel_collector.cc
   ${CMAKE_CURRENT_LIST_DIR}/histogram_buckets.cc
   ${CMAKE_CURRENT_LIST_DIR}/process_collector.cc
+  ${CMAKE_CURRENT_LIST_DIR}/read_server_collector.cc
   ${CMAKE_CURRENT_LIST_DIR}/rnic_collector.cc
   ${CMAKE_CURRENT_LIST_DIR}/endpoint.cc)
 add_library(rdmarepl::prometheus ALIAS rdmarepl_prometheus)
