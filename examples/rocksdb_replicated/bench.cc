@@ -1,6 +1,8 @@
 // rocksdb_bench: RocksDB alone against RocksDB replicated to two followers (ack=all, TCP on
 // loopback, followers in this process with databases of their own), same RocksDB options
 // (WAL on, no sync). Single puts and batches of --batch-records records, 1 KiB values.
+// Followers apply a WriteBatch per replication batch (RocksDbStore::apply_batch) or per record
+// and group (--follower-apply).
 // Prints throughput and p99 latency of each (alone: the RocksDB write; replicated: from the
 // leader's local write to the commit, both followers having applied it), and the ratio.
 //   rocksdb_bench --dir /tmp/rb --writes 50000
@@ -128,6 +130,31 @@ Result run_replicated(rocksdb::DB& db, Channel& ch, uint64_t writes, size_t reco
           (cpu_now_us() - c0) / static_cast<double>(writes)};
 }
 
+// A follower store that applies record by record (and group by group): RocksDbStore without
+// its apply_batch() hook, to measure what that hook saves.
+class PerRecordStore {
+ public:
+  explicit PerRecordStore(RocksDbStore& s) : s_(s) {}
+  void apply(const rdmarepl::Record& r) { s_.apply(r); }
+  void apply_group(const rdmarepl::RecordGroup& g) { s_.apply_group(g); }
+  [[nodiscard]] uint64_t durable_seq(uint32_t shard) const { return s_.durable_seq(shard); }
+
+ private:
+  RocksDbStore& s_;
+};
+static_assert(!rdmarepl::BatchStore<PerRecordStore>);
+
+// RocksDbStore's hooks as a follower channel uses them: a WriteBatch per replication batch.
+class BatchApplyStore : public PerRecordStore {
+ public:
+  explicit BatchApplyStore(RocksDbStore& s) : PerRecordStore(s), s_(s) {}
+  void apply_batch(const rdmarepl::RecordGroup& records) { s_.apply_batch(records); }
+
+ private:
+  RocksDbStore& s_;
+};
+static_assert(rdmarepl::BatchStore<BatchApplyStore> && rdmarepl::BatchStore<RocksDbStore>);
+
 std::unique_ptr<RocksDbStore> fresh(const std::string& path) {
   std::filesystem::remove_all(path);
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
@@ -136,74 +163,118 @@ std::unique_ptr<RocksDbStore> fresh(const std::string& path) {
   return std::move(s).value();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"rocksdb_bench: RocksDB alone vs replicated to two followers (ack=all, TCP)"};
+struct Options {
   std::string dir = "/tmp/rocksdb_bench";
   uint64_t writes = 50000;
-  size_t value_bytes = 1024, batch_records = 16;
-  app.add_option("--dir", dir, "scratch directory (emptied)");
-  app.add_option("--writes", writes, "single puts per run (batches: writes / batch-records)");
-  app.add_option("--value-bytes", value_bytes, "value size");
-  app.add_option("--batch-records", batch_records, "records per WriteBatch / group");
-  std::string polling = "blocking", leader_polling = "manual", wal_dir;
-  app.add_option("--wal-dir", wal_dir,
-                 "the leader's write-ahead log (emptied; durability none), as rocksdb_node "
-                 "runs it; none by default");
-  app.add_option("--polling", polling, "the followers' poller: busy, sleep or blocking");
-  app.add_option("--leader-polling", leader_polling,
-                 "the leader's: manual (the writing thread drives it), busy, sleep, blocking");
-  CLI11_PARSE(app, argc, argv);
-  const std::string value(value_bytes, 'v');
-  const uint64_t batches = std::max<uint64_t>(1, writes / batch_records);
+  size_t value_bytes = 1024;
+  size_t batch_records = 16;
+  std::string polling = "blocking";
+  std::string leader_polling = "manual";
+  std::string wal_dir;
+  std::string follower_apply = "both";
+  unsigned rounds = 1;
+};
 
-  auto alone = fresh(dir + "/alone");
-  const Result a1 = run_alone(alone->db(), writes, 1, value);
-  const Result a16 = run_alone(alone->db(), batches, batch_records, value);
-  alone.reset();
+struct Runs {
+  Result puts;
+  Result batches;
+};
 
+Runs run_alone_both(const Options& a, const std::string& value) {
+  auto alone = fresh(a.dir + "/alone");
+  Runs r;
+  r.puts = run_alone(alone->db(), a.writes, 1, value);
+  r.batches = run_alone(alone->db(), std::max<uint64_t>(1, a.writes / a.batch_records),
+                        a.batch_records, value);
+  return r;
+}
+
+// Replicates both workloads to two followers whose channels apply to `F` stores (RocksDbStore:
+// a WriteBatch per replication batch; PerRecordStore: per record and group).
+template <class F>
+Runs run_replicated_both(const Options& a, const std::string& value) {
   rdmarepl::ChannelOptions o;
   o.shards = 1;
   o.transport = rdmarepl::TransportKind::tcp;
-  auto mode = rdmarepl::from_string<rdmarepl::PollingMode>(polling);
-  if (!mode) RocksDbStore::die(rocksdb::Status::InvalidArgument(), "--polling " + polling);
+  auto mode = rdmarepl::from_string<rdmarepl::PollingMode>(a.polling);
+  if (!mode) RocksDbStore::die(rocksdb::Status::InvalidArgument(), "--polling " + a.polling);
   o.polling = *mode;
   o.ring_bytes = 16 << 20;
   o.retain_bytes = 128 << 20;
   o.max_value_bytes = 1 << 20;
-  auto f1s = fresh(dir + "/f1"), f2s = fresh(dir + "/f2"), ls = fresh(dir + "/leader");
+  auto f1s = fresh(a.dir + "/f1"), f2s = fresh(a.dir + "/f2"), ls = fresh(a.dir + "/leader");
+  F f1store(*f1s), f2store(*f2s);
   o.role = rdmarepl::Role::follower;
   o.listen = {"127.0.0.1", 0};
-  auto f1 = Channel::create(o, *f1s);
-  auto f2 = Channel::create(o, *f2s);
+  auto f1 = rdmarepl::ReplicationChannel<F>::create(o, f1store);
+  auto f2 = rdmarepl::ReplicationChannel<F>::create(o, f2store);
   if (!f1 || !f2) RocksDbStore::die(rocksdb::Status::IOError(), "follower channel");
   o.role = rdmarepl::Role::leader;
   o.ack_mode = rdmarepl::AckMode::all;
-  auto lmode = rdmarepl::from_string<rdmarepl::PollingMode>(leader_polling);
+  auto lmode = rdmarepl::from_string<rdmarepl::PollingMode>(a.leader_polling);
   if (!lmode) RocksDbStore::die(rocksdb::Status::InvalidArgument(), "--leader-polling");
   o.polling = *lmode;
-  if (!wal_dir.empty()) {
-    std::filesystem::remove_all(wal_dir);
-    std::filesystem::create_directories(wal_dir);
-    o.wal_dir = wal_dir;
+  if (!a.wal_dir.empty()) {
+    std::filesystem::remove_all(a.wal_dir);
+    std::filesystem::create_directories(a.wal_dir);
+    o.wal_dir = a.wal_dir;
     o.durability = rdmarepl::replication::Durability::none;
   }
   o.peers = {(*f1)->local_endpoint(), (*f2)->local_endpoint()};
   auto leader = Channel::create(o, *ls);
   if (!leader) RocksDbStore::die(rocksdb::Status::IOError(), leader.error().message());
-  const Result r1 = run_replicated(ls->db(), **leader, writes, 1, value);
-  const Result r16 = run_replicated(ls->db(), **leader, batches, batch_records, value);
+  Runs r;
+  r.puts = run_replicated(ls->db(), **leader, a.writes, 1, value);
+  r.batches = run_replicated(ls->db(), **leader, std::max<uint64_t>(1, a.writes / a.batch_records),
+                             a.batch_records, value);
+  return r;
+}
 
-  auto line = [&](const char* what, uint64_t n, size_t recs, const Result& al, const Result& re) {
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"rocksdb_bench: RocksDB alone vs replicated to two followers (ack=all, TCP)"};
+  Options a;
+  app.add_option("--dir", a.dir, "scratch directory (emptied)");
+  app.add_option("--writes", a.writes, "single puts per run (batches: writes / batch-records)");
+  app.add_option("--value-bytes", a.value_bytes, "value size");
+  app.add_option("--batch-records", a.batch_records, "records per WriteBatch / group");
+  app.add_option("--wal-dir", a.wal_dir,
+                 "the leader's write-ahead log (emptied; durability none), as rocksdb_node "
+                 "runs it; none by default");
+  app.add_option("--polling", a.polling, "the followers' poller: busy, sleep or blocking");
+  app.add_option("--leader-polling", a.leader_polling,
+                 "the leader's: manual (the writing thread drives it), busy, sleep, blocking");
+  app.add_option("--follower-apply", a.follower_apply,
+                 "how followers apply: batch (one WriteBatch per replication batch), record "
+                 "(one per record or group) or both (default), one after the other")
+      ->check(CLI::IsMember({"batch", "record", "both"}));
+  app.add_option("--rounds", a.rounds, "repeat everything this many times (default 1)");
+  CLI11_PARSE(app, argc, argv);
+  const std::string value(a.value_bytes, 'v');
+  const uint64_t batches = std::max<uint64_t>(1, a.writes / a.batch_records);
+
+  auto line = [&](const std::string& what, uint64_t n, size_t recs, const Result& al,
+                  const Result& re) {
     fmt::print(
-        "{:<18} {:>6} writes  alone {:>6.0f}/s p99 {:>6.0f} us cpu {:>5.1f} us  replicated "
+        "{:<30} {:>6} writes  alone {:>6.0f}/s p99 {:>6.0f} us cpu {:>5.1f} us  replicated "
         "{:>6.0f}/s p99 {:>8.0f} us cpu {:>6.1f} us  ratio {:.2f}  ({:.0f} vs {:.0f} MB/s)\n",
         what, n, al.per_sec, al.p99_us, al.cpu_us, re.per_sec, re.p99_us, re.cpu_us,
-        re.per_sec / al.per_sec, al.per_sec * static_cast<double>(recs * value_bytes) / 1e6,
-        re.per_sec * static_cast<double>(recs * value_bytes) / 1e6);
+        re.per_sec / al.per_sec, al.per_sec * static_cast<double>(recs * a.value_bytes) / 1e6,
+        re.per_sec * static_cast<double>(recs * a.value_bytes) / 1e6);
+    std::fflush(stdout);
   };
-  line("single puts", writes, 1, a1, r1);
-  line(fmt::format("{}-record batches", batch_records).c_str(), batches, batch_records, a16, r16);
+  auto report = [&](const char* how, const Runs& alone, const Runs& rep) {
+    line(fmt::format("single puts, {}", how), a.writes, 1, alone.puts, rep.puts);
+    line(fmt::format("{}-record batches, {}", a.batch_records, how), batches, a.batch_records,
+         alone.batches, rep.batches);
+  };
+  for (unsigned round = 0; round < std::max(1u, a.rounds); ++round) {
+    const Runs alone = run_alone_both(a, value);
+    if (a.follower_apply != "record")
+      report("batch apply", alone, run_replicated_both<BatchApplyStore>(a, value));
+    if (a.follower_apply != "batch")
+      report("record apply", alone, run_replicated_both<PerRecordStore>(a, value));
+  }
   return 0;
 }

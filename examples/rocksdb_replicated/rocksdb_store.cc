@@ -105,6 +105,12 @@ void RocksDbStore::apply_group(const rdmarepl::RecordGroup& g) {
   commit(wb, g.shard(), g.last_seq(), g.size());
 }
 
+void RocksDbStore::apply_batch(const rdmarepl::RecordGroup& records) {
+  rocksdb::WriteBatch wb;
+  for (const Record& r : records) add_op(wb, r.op, r.key, r.value);
+  commit(wb, records.shard(), records.last_seq(), records.size());
+}
+
 void RocksDbStore::apply_committed(std::span<const rdmarepl::GroupOp> ops,
                                    rdmarepl::Ticket ticket) {
   rocksdb::WriteBatch wb;

@@ -2,6 +2,8 @@
 // It models every optional hook of the Store concept:
 //   apply(record)        one rocksdb::WriteBatch: the put or delete, and the shard's position
 //   apply_group(group)   one rocksdb::WriteBatch for the whole group (all or nothing)
+//   apply_batch(records) one rocksdb::WriteBatch per replication batch, used on followers
+//                        instead of the two above: RocksDB's per-write cost once per batch
 //   durable_seq(shard)   the position written with the data, read back at open()
 //   get(key, out)        a point read
 //   snapshot / restore   a full copy through a RocksDB snapshot iterator
@@ -33,6 +35,8 @@ class RocksDbStore {
   // Store hooks (called by the channel).
   void apply(const rdmarepl::Record& r);
   void apply_group(const rdmarepl::RecordGroup& g);
+  // A whole replication batch (its single writes and groups) in one WriteBatch.
+  void apply_batch(const rdmarepl::RecordGroup& records);
   [[nodiscard]] uint64_t durable_seq(uint32_t shard) const;
   bool get(std::string_view key, std::string& out);
   rdmarepl::Status snapshot(rdmarepl::SnapshotWriter& out);

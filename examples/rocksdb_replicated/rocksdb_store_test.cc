@@ -1,6 +1,6 @@
 // RocksDbStore's hooks against a real RocksDB: a group is one WriteBatch with its position,
-// the position survives a reopen, and snapshot/restore copies every key and takes the
-// checkpoint's seqs as the new position.
+// the position survives a reopen, a resent batch applies only what lies past the position,
+// and snapshot/restore copies every key and takes the checkpoint's seqs as the new position.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -78,7 +78,7 @@ TEST_CASE("RocksDbStore: a group is one write with its position, kept across a r
     rr::BatchView v;
     REQUIRE(rr::parse_batch(bytes, v) == rr::BatchError::ok);
     uint64_t skipped = 0;
-    CHECK(rr::detail::apply_records(*s, v, 0, skipped) == 3);  // one apply_group call
+    CHECK(rr::detail::apply_records(*s, v, 0, skipped) == 3);  // one apply_batch call
     CHECK(s->durable_seq(1) == 3);
     CHECK(s->applied_count(1) == 3);
     CHECK(s->durable_seq(0) == 0);
@@ -88,6 +88,38 @@ TEST_CASE("RocksDbStore: a group is one write with its position, kept across a r
   CHECK(s->applied_count(1) == 3);
   CHECK(get(*s, "a") == "<none>");
   CHECK(get(*s, "b") == "2");
+}
+
+TEST_CASE("RocksDbStore: a resent batch applies only its records past the position, in one write",
+          "[rocksdb]") {
+  Dir d;
+  auto s = open(d.path);
+  // Seqs 1..5 of shard 1: a single put, a group of three, a single erase.
+  std::vector<std::byte> buf(4096);
+  rr::BatchBuilder b;
+  b.start(buf.data(), buf.size(), 1, 1);
+  b.add(rr::Op::put, "x", "1", 0, 0);
+  b.add(rr::Op::put, "y", "2", 0, rr::kRecGroupNext);
+  b.add(rr::Op::put, "z", "3", 0, rr::kRecGroupNext);
+  b.add(rr::Op::put, "x", "4", 0, 0);
+  b.add(rr::Op::erase, "y", {}, 0, 0);
+  buf.resize(b.seal());
+  rr::BatchView v;
+  REQUIRE(rr::parse_batch(buf, v) == rr::BatchError::ok);
+  uint64_t skipped = 0;
+  // The store already holds seqs 1 and 2 (a resend after a reconnect): 3..5 are applied.
+  CHECK(rr::detail::apply_records(*s, v, 2, skipped) == 5);
+  CHECK(skipped == 2);
+  CHECK(s->durable_seq(1) == 5);
+  CHECK(s->applied_count(1) == 3);
+  CHECK(get(*s, "x") == "4");
+  CHECK(get(*s, "y") == "<none>");
+  CHECK(get(*s, "z") == "3");
+  // The same batch again: all of it is at or below the position; nothing is written.
+  skipped = 0;
+  CHECK(rr::detail::apply_records(*s, v, 5, skipped) == 5);
+  CHECK(skipped == 5);
+  CHECK(s->applied_count(1) == 3);
 }
 
 TEST_CASE("RocksDbStore: snapshot and restore copy every key and take the checkpoint's seqs",

@@ -18,6 +18,7 @@ using replication::AwayPolicy;
 using replication::ChannelOptions;
 using replication::DurableStore;
 using replication::GroupOp;
+using replication::BatchStore;
 using replication::GroupStore;
 using replication::HistogramField;
 using replication::kHistogramFields;

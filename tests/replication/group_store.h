@@ -1,6 +1,6 @@
-// A map-backed store for the write-group and durable-position tests: MapStore plus the
-// optional hooks (apply_group under one lock, a durable position per shard kept with the
-// data), and counters of how it was called.
+// Map-backed stores for the write-group and durable-position tests: MapStore plus the
+// optional hooks (apply_group, and apply_batch, under one lock; a durable position per shard
+// kept with the data), and counters of how they were called.
 #pragma once
 
 #include <cstdint>
@@ -57,7 +57,7 @@ struct GroupMapStore : MapStore {
     return this->*field;
   }
 
- private:
+ protected:
   void apply_locked(const replication::Record& r) {
     uint64_t& pos = position[r.shard];
     if (r.seq <= pos) ++duplicates;
@@ -69,6 +69,34 @@ struct GroupMapStore : MapStore {
     else
       data.erase(std::string(r.key));
   }
+};
+
+// GroupMapStore that also takes a follower's records a batch at a time (apply_batch under
+// one lock, as one atomic write): the channel then never calls apply() or apply_group().
+struct BatchMapStore : GroupMapStore {
+  uint64_t batches = 0;        // apply_batch() calls
+  uint64_t batch_records = 0;  // records they carried
+  uint64_t batch_breaks = 0;   // a call whose records were not consecutive seqs (must stay 0)
+
+  using GroupMapStore::GroupMapStore;
+  void apply_batch(const replication::RecordGroup& records) {
+    std::lock_guard lock(mu);  // readers never see part of the batch
+    ++batches;
+    uint64_t expect = records.first_seq();
+    uint64_t n = 0;
+    for (const replication::Record& r : records) {
+      if (r.seq != expect++ || r.shard != records.shard()) ++batch_breaks;
+      apply_locked(r);
+      ++n;
+    }
+    if (n != records.size() || expect - 1 != records.last_seq()) ++batch_breaks;
+    batch_records += n;
+  }
+  [[nodiscard]] uint64_t counter(uint64_t BatchMapStore::*field) const {
+    std::lock_guard lock(mu);
+    return this->*field;
+  }
+  using GroupMapStore::counter;
 };
 
 }  // namespace rdmarepl::test

@@ -61,6 +61,19 @@ concept GroupStore = Store<S> && requires(S& s, const RecordGroup& g) {
   {s.apply_group(g)};
 };
 
+// Optional: apply all the records of one replication batch (a run of consecutive seqs of one
+// shard, as the leader sealed them: single writes and whole write groups, in order) in one
+// atomic write, e.g. one rocksdb::WriteBatch with the shard's position. Called instead of
+// apply() and apply_group() for every batch a follower applies (only its records above the
+// store's position, after a resend or a checkpoint). A store pays its per-write cost (a
+// write-ahead log record, a position update) once per batch instead of once per record;
+// readers see a batch whole, which includes every group in it (docs/replication.md,
+// "Applying a whole batch").
+template <class S>
+concept BatchStore = Store<S> && requires(S& s, const RecordGroup& records) {
+  {s.apply_batch(records)};
+};
+
 // Optional: the store persists its data itself and reports, per shard, the seq of the last
 // record it durably applied (0: none), written atomically with that record's data (e.g. in
 // the same rocksdb::WriteBatch). A follower then resumes from that point after a restart

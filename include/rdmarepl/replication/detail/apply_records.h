@@ -20,11 +20,29 @@ namespace rdmarepl::replication::detail {
 // applied, or `after` when none was. A write group (records linked by kRecGroupNext, never
 // split across batches) goes to Store::apply_group in one call when the store has it (only
 // its records above `after`, should a store's durable position lie inside it).
+//
+// A BatchStore gets the batch's records above `after` in one apply_batch() call instead.
 template <class S>
 uint64_t apply_records(S& store, const BatchView& batch, uint64_t after, uint64_t& skipped) {
   RecordCursor cursor(batch);
   Record rec;
   uint64_t last = after;
+  if constexpr (BatchStore<S>) {
+    const uint64_t batch_last = batch.header.first_seq + batch.header.record_count - 1;
+    if (batch.header.record_count == 0 || batch_last <= after) {
+      skipped += batch.header.record_count;
+      return after;
+    }
+    const std::byte* at = cursor.position();
+    while (cursor.next(rec) && rec.seq <= after) {
+      ++skipped;
+      at = cursor.position();
+    }
+    const auto count = static_cast<uint32_t>(batch_last - rec.seq + 1);
+    store.apply_batch(RecordGroup(at, batch.payload + batch.header.payload_len, batch.header.shard,
+                                  count, rec.seq));
+    return batch_last;
+  }
   while (true) {
     [[maybe_unused]] const std::byte* at = cursor.position();
     if (!cursor.next(rec)) break;
