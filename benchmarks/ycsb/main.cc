@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "rdmarepl/core/enum_text.h"
 #include "ycsb_run.h"
 
 using namespace rdmarepl;
@@ -89,8 +90,14 @@ int main(int argc, char** argv) {
   app.add_option("--distribution", dist, "override: zipfian, uniform or latest")
       ->check(CLI::IsMember({"zipfian", "uniform", "latest"}));
   app.add_option("--seed", o.seed, "random seed");
+  std::string polling = "blocking";
+  app.add_option("--polling", polling,
+                 "how the channels' pollers wait: busy, sleep (every 20 us) or blocking (in the "
+                 "transport; default)")
+      ->check(CLI::IsMember({"busy", "sleep", "blocking"}));
   app.add_option("--json", json_out, "also write the results as a JSON array to this file");
   CLI11_PARSE(app, argc, argv);
+  o.polling = *from_string<replication::PollingMode>(polling);
   o.transport =
       transport == "verbs" ? transport::TransportKind::verbs : transport::TransportKind::tcp;
   o.consistency = consistency == "at_least" ? reads::Consistency::Kind::at_least

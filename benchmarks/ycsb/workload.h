@@ -7,6 +7,7 @@
 
 #include "generators.h"
 #include "rdmarepl/reads/consistency.h"
+#include "rdmarepl/replication/options.h"
 #include "rdmarepl/transport/kind.h"
 
 namespace rdmarepl::ycsb {
@@ -38,6 +39,8 @@ struct RunOptions {
   std::chrono::milliseconds at_least_wait{100};
   uint32_t shards = 2;
   uint64_t seed = 1;
+  // How every channel's poller waits (busy, sleep: every 20 us, blocking: in the transport).
+  replication::PollingMode polling = replication::PollingMode::blocking;
 };
 
 }  // namespace rdmarepl::ycsb

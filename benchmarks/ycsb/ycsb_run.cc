@@ -72,7 +72,7 @@ replication::ChannelOptions node_options(const RunOptions& o) {
   c.max_value_bytes = std::max<uint32_t>(o.value_bytes, 1024) + 64;
   c.ring_bytes = 8 << 20;
   c.retain_bytes = 32 << 20;
-  c.polling = replication::PollingMode::sleep;
+  c.polling = o.polling;
   c.poll_interval = std::chrono::microseconds(20);
   c.flush_delay = std::chrono::microseconds(50);
   return c;

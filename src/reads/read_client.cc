@@ -14,6 +14,9 @@
 
 namespace rdmarepl::reads {
 
+// A get() spins this long after its last response before it blocks in the transport.
+constexpr uint64_t kSpinNs = 10'000;
+
 // One endpoint and, while it works, its link.
 struct Replica {
   transport::Endpoint where;
@@ -184,6 +187,7 @@ Status ReadClient::Impl::run(std::span<const std::string_view> keys, const Consi
   const Deadline deadline =
       Deadline::after(options.request_timeout + std::chrono::milliseconds(h.wait_ms));
   uint64_t last_progress = mono_ns();
+  std::vector<transport::Connection*> waiting;  // links with messages outstanding
   while (!todo.empty() || !flying.empty()) {
     while (!todo.empty()) {
       bool any_live = false;
@@ -234,17 +238,18 @@ Status ReadClient::Impl::run(std::span<const std::string_view> keys, const Consi
                    fmt::format("{} read messages got no response within {} ms; the replicas are "
                                "overloaded or gone",
                                flying.size() + todo.size(), options.request_timeout.count()));
-    // Spin for the first 50 us of a wait, then block in the transport's wait() on a replica
-    // with messages outstanding (so that idle clients leave the cores to the replicas).
+    // Spin for the first 10 us of a wait, then block in one poll over every replica with
+    // messages outstanding (so that waiting clients leave the cores to the replicas).
     const uint64_t now = mono_ns();
     if (got > 0) last_progress = now;
-    if (now - last_progress > 50'000) {
-      auto busy = std::find_if(replicas.begin(), replicas.end(),
-                               [](const Replica& x) { return x.link && x.link->in_flight() > 0; });
-      if (busy != replicas.end())
-        busy->link->wait(std::chrono::milliseconds(1));
-      else
+    if (now - last_progress > kSpinNs) {
+      waiting.clear();
+      for (auto& x : replicas)
+        if (x.link && x.link->in_flight() > 0) waiting.push_back(&x.link->connection());
+      if (waiting.empty())
         std::this_thread::sleep_for(std::chrono::microseconds(10));
+      else
+        (void)transport::wait_any(waiting, std::chrono::milliseconds(1));
     }
   }
   return ok_status();

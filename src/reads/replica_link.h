@@ -35,9 +35,8 @@ class ReplicaLink {
   // Reaps completions; appends responses to `out`. False once the link failed.
   bool poll(std::vector<Response>& out);
   void release(uint32_t slot) noexcept;
-  // Blocks until the connection may have something to poll, or `timeout` (control plane:
-  // the transport's wait(), e.g. poll(2) on a TCP socket).
-  void wait(std::chrono::milliseconds timeout) { (void)conn_->wait(timeout); }
+  // The connection, for waiting on several links at once (transport::wait_any).
+  [[nodiscard]] transport::Connection& connection() noexcept { return *conn_; }
   [[nodiscard]] std::string error() const;
   [[nodiscard]] const transport::Endpoint& endpoint() const noexcept { return where_; }
   [[nodiscard]] uint32_t in_flight() const noexcept { return in_flight_; }

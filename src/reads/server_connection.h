@@ -35,6 +35,8 @@ class ServerConnection {
   size_t serve(uint64_t now_ns, ServeCounters& counters, bool& alive) noexcept;
   [[nodiscard]] const std::string& peer_name() const noexcept { return peer_name_; }
   [[nodiscard]] transport::Connection& connection() noexcept { return *conn_; }
+  // at_least requests waiting for the replica to apply their ticket.
+  [[nodiscard]] bool has_parked() const noexcept { return !parked_.empty(); }
 
  private:
   struct Parked {

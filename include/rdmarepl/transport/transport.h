@@ -3,6 +3,8 @@
 // Semantics copy RC verbs: see docs/ARCHITECTURE.md ("Transport semantics").
 #pragma once
 
+#include <poll.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -95,6 +97,17 @@ class Connection {
   // Blocks until poll() may return something, the timeout passes, or the connection fails.
   // Control plane: used by blocking polling modes.
   virtual Status wait(std::chrono::milliseconds timeout) = 0;
+  // For waiting on many connections at once (wait_any()): fills `out` with the descriptors
+  // that become ready when poll() may return something. Returns how many it filled (at most
+  // out.size()); 0 when the transport has no descriptor to offer (wait_any() then only
+  // naps); -1 when poll() may return something now. Control plane.
+  virtual int readiness(std::span<pollfd> out) noexcept {
+    (void)out;
+    return 0;
+  }
+  // After wait_any() polled what readiness() filled: consumes their events (verbs: the
+  // completion channel's event). Control plane.
+  virtual void consume_readiness(std::span<const pollfd> fds) noexcept { (void)fds; }
 
   [[nodiscard]] virtual bool healthy() const noexcept = 0;
   // Why the connection left the healthy state (empty message while healthy).
@@ -116,6 +129,13 @@ class Connection {
   // The completion entries in force (0: the transport has no completion queue to size).
   [[nodiscard]] virtual uint32_t completion_entries() const noexcept { return 0; }
 };
+
+// Blocks until one of `conns` may have something to poll(), `timeout` passes, or one fails:
+// one poll(2) over every connection's readiness() descriptors. Returns true when something
+// may be ready (or a connection offers no descriptor, after a nap of at most 50 us), false
+// when the timeout passed. Control plane: a thread serving many connections waits here
+// instead of spinning on each one's poll().
+bool wait_any(std::span<Connection* const> conns, std::chrono::milliseconds timeout);
 
 // Why a completion with `status` failed on `conn`, in the words of the connection's own
 // transport: its error() when it has one (TCP names EOF, ECONNRESET, a bad frame ...; verbs

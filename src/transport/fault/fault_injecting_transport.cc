@@ -220,6 +220,12 @@ Status FaultInjectingConnection::wait(std::chrono::milliseconds timeout) {
   return inner_->wait(timeout);
 }
 
+int FaultInjectingConnection::readiness(std::span<pollfd> out) noexcept {
+  if (held_head_ != held_tail_) return 0;  // released by time, not by an event: nap
+  if (failed_) return -1;
+  return inner_->readiness(out);
+}
+
 bool FaultInjectingConnection::healthy() const noexcept {
   return !failed_ && inner_->healthy();
 }

@@ -169,14 +169,22 @@ size_t TcpConnection::poll(std::span<Completion> out) noexcept {
   return n;
 }
 
+int TcpConnection::readiness(std::span<pollfd> out) noexcept {
+  if (cq_head_ != cq_tail_ || !healthy() || !fd_.valid() || out.empty()) return -1;
+  short events = POLLIN;
+  if (sq_sent_ < sq_posted_ || ctl_pending_ || rsp_head_ < rsp_tail_) events |= POLLOUT;
+  out[0] = pollfd{fd_.get(), events, 0};
+  return 1;
+}
+
 Status TcpConnection::wait(std::chrono::milliseconds timeout) {
   if (cq_head_ != cq_tail_) return ok_status();
   if (!healthy() || !fd_.valid()) return error_;
-  short events = POLLIN;
-  if (sq_sent_ < sq_posted_ || ctl_pending_ || rsp_head_ < rsp_tail_) events |= POLLOUT;
+  pollfd ready{};
+  (void)readiness({&ready, 1});
   auto deadline = Deadline::after(timeout);
   for (;;) {
-    pollfd p{fd_.get(), events, 0};
+    pollfd p = ready;
     int rc = ::poll(&p, 1, deadline.poll_timeout_ms());
     if (rc > 0) return ok_status();
     if (rc == 0) {

@@ -46,6 +46,7 @@ class TcpConnection final : public Connection {
     return static_cast<uint32_t>(cq_.size());
   }
   Status wait(std::chrono::milliseconds timeout) override;
+  int readiness(std::span<pollfd> out) noexcept override;
   [[nodiscard]] bool healthy() const noexcept override {
     return healthy_.load(std::memory_order_acquire);
   }

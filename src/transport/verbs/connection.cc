@@ -196,36 +196,55 @@ Status VerbsConnection::handshake(bootstrap::Role role, const ConnectionOptions&
   return {};
 }
 
+int VerbsConnection::readiness(std::span<pollfd> out) noexcept {
+  if (stash_begin_ != stash_end_ || !healthy() || out.size() < 2) return -1;
+  // Arm first, then look: a completion that arrived before arming raises no event, so it
+  // is reaped into the stash here and handed out by the next poll().
+  if (ibv_req_notify_cq(send_cq_.get(), 0) != 0 || ibv_req_notify_cq(recv_cq_.get(), 0) != 0) {
+    arm_errno_ = errno;
+    return -1;
+  }
+  stash_begin_ = 0;
+  stash_end_ = reap_send({stash_.data(), kStash / 2});
+  stash_end_ += reap_recv({stash_.data() + stash_end_, kStash - stash_end_});
+  if (stash_end_ != 0) return -1;
+  check_liveness();
+  if (!healthy()) return -1;
+  out[0] = pollfd{channel_->fd, POLLIN, 0};
+  if (liveness_fd() < 0) return 1;
+  out[1] = pollfd{liveness_fd(), POLLIN | POLLRDHUP, 0};
+  return 2;
+}
+
+void VerbsConnection::consume_readiness(std::span<const pollfd> fds) noexcept {
+  if (!fds.empty() && (fds[0].revents & POLLIN) != 0) {
+    ibv_cq* cq = nullptr;
+    void* ctx = nullptr;
+    if (ibv_get_cq_event(channel_.get(), &cq, &ctx) == 0) ibv_ack_cq_events(cq, 1);
+  }
+  if (fds.size() > 1 && fds[1].revents != 0) {
+    next_liveness_check_ns_ = 0;
+    check_liveness();
+  }
+}
+
 Status VerbsConnection::wait(std::chrono::milliseconds timeout) {
   if (stash_begin_ != stash_end_ || !healthy()) return {};
   auto deadline = Deadline::after(timeout);
   for (;;) {
-    // Arm first, then look: a completion that arrived before arming raises no event, so it
-    // is reaped into the stash here and handed out by the next poll().
-    if (ibv_req_notify_cq(send_cq_.get(), 0) != 0 || ibv_req_notify_cq(recv_cq_.get(), 0) != 0)
-      return errno_error(errno, name_ + ": ibv_req_notify_cq");
-    stash_begin_ = 0;
-    stash_end_ = reap_send({stash_.data(), kStash / 2});
-    stash_end_ += reap_recv({stash_.data() + stash_end_, kStash - stash_end_});
-    if (stash_end_ != 0) return {};
-    check_liveness();
-    if (!healthy()) return {};
-    pollfd fds[2] = {{channel_->fd, POLLIN, 0}, {liveness_fd(), POLLIN | POLLRDHUP, 0}};
+    pollfd fds[2];
+    arm_errno_ = 0;
+    const int nfds = readiness(fds);
+    if (arm_errno_ != 0) return errno_error(arm_errno_, name_ + ": ibv_req_notify_cq");
+    if (nfds < 0) return {};
     // Wake at least every 100 ms to look at the QP state (an error without a completion).
     int ms = deadline.poll_timeout_ms();
     if (ms < 0 || ms > 100) ms = 100;
-    int n = ::poll(fds, liveness_fd() >= 0 ? 2 : 1, ms);
+    int n = ::poll(fds, static_cast<nfds_t>(nfds), ms);
     if (n < 0 && errno != EINTR) return errno_error(errno, name_ + ": poll");
-    if (n > 0 && (fds[0].revents & POLLIN) != 0) {
-      ibv_cq* cq = nullptr;
-      void* ctx = nullptr;
-      if (ibv_get_cq_event(channel_.get(), &cq, &ctx) == 0) ibv_ack_cq_events(cq, 1);
-      return {};
-    }
-    if (n > 0 && fds[1].revents != 0) {
-      next_liveness_check_ns_ = 0;
-      check_liveness();
-      if (!healthy()) return {};
+    if (n > 0) {
+      consume_readiness({fds, static_cast<size_t>(nfds)});
+      if ((fds[0].revents & POLLIN) != 0 || !healthy()) return {};
     }
     if (deadline.expired()) {
       return Error(Errc::timeout,

@@ -66,6 +66,8 @@ class VerbsConnection final : public Connection {
   PostStatus post_reads(std::span<const ReadRequest> requests) noexcept override;
   size_t poll(std::span<Completion> out) noexcept override;
   Status wait(std::chrono::milliseconds timeout) override;
+  int readiness(std::span<pollfd> out) noexcept override;
+  void consume_readiness(std::span<const pollfd> fds) noexcept override;
   [[nodiscard]] bool healthy() const noexcept override {
     return !failed_.load(std::memory_order_acquire);
   }
@@ -193,6 +195,7 @@ class VerbsConnection final : public Connection {
   uint32_t consumed_auto_ = 0;
   uint64_t auto_wr_id_ = 0;
   uint64_t next_liveness_check_ns_ = 0;
+  int arm_errno_ = 0;  // errno of the last ibv_req_notify_cq that failed in readiness()
 
   // Completions reaped by wait() before it sleeps (so none is lost), handed out by poll().
   static constexpr size_t kStash = 64;

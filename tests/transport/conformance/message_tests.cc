@@ -1,8 +1,11 @@
-// Conformance of two-sided messages (Send into posted receive buffers) and RDMA Reads.
+// Conformance of two-sided messages (Send into posted receive buffers), RDMA Reads and
+// waiting on several connections at once (wait_any).
 // Only the Transport interface is used here; see conformance.h.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "transport/conformance/conformance.h"
@@ -242,4 +245,53 @@ TEST_CASE("conformance: a read outside a remotely readable region is a remote ac
     rd.rkey ^= 0x5a5a5a5au;
     expect_refused(env, rd);
   }
+}
+
+TEST_CASE("conformance: wait_any sleeps until any of several connections has a completion",
+          "[conformance][messages]") {
+  auto transport = make_transport_under_test();
+  Buf tx{*transport, 4096, Access::local_write, 1};
+  Buf rx{*transport, 8192, Access::local_write, 2};
+  ConnectionOptions co, so;
+  co.node_id = "client";
+  so.node_id = "server";
+  ConnectedPair a = connect_pair(*transport, co, so);
+  ConnectedPair b = connect_pair(*transport, co, so);
+  RecvBuffer ra{1, rx.at(0), 4096, rx.lkey()};
+  RecvBuffer rb{2, rx.at(4096), 4096, rx.lkey()};
+  REQUIRE(a.server->post_recv_buffers({&ra, 1}) == PostStatus::ok);
+  REQUIRE(b.server->post_recv_buffers({&rb, 1}) == PostStatus::ok);
+  Connection* servers[] = {a.server.get(), b.server.get()};
+
+  // Nothing was sent: it returns false after the timeout, and nothing is there to poll.
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_FALSE(wait_any(servers, std::chrono::milliseconds(60)));
+  CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(50));
+  Completion c[4];
+  CHECK(a.server->poll(c) == 0);
+  CHECK(b.server->poll(c) == 0);
+
+  // The second pair's client sends: the wait returns, and that server has the message.
+  PostStatus posted = PostStatus::ok;  // read after join (Catch2 asserts stay on this thread)
+  std::thread sender([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    SendRequest s{9, tx.at(0), 100, tx.lkey(), true};
+    posted = b.client->post_sends({&s, 1});
+    Completion done[2];
+    for (int i = 0; i < 2000 && b.client->poll(done) == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  size_t got = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (got == 0 && std::chrono::steady_clock::now() < deadline) {
+    (void)wait_any(servers, std::chrono::milliseconds(1000));
+    got = b.server->poll(c);
+    CHECK(a.server->poll({c + 1, 3}) == 0);
+  }
+  sender.join();
+  REQUIRE(posted == PostStatus::ok);
+  REQUIRE(got == 1);
+  CHECK(c[0].wr_id == 2);
+  CHECK(c[0].opcode == WcOpcode::recv);
+  CHECK(c[0].byte_len == 100);
 }

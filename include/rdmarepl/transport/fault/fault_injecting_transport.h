@@ -71,6 +71,11 @@ class FaultInjectingConnection final : public Connection {
   PostStatus post_reads(std::span<const ReadRequest> requests) noexcept override;
   size_t poll(std::span<Completion> out) noexcept override;
   Status wait(std::chrono::milliseconds timeout) override;
+  // The inner connection's descriptors; none while completions are held back (delay).
+  int readiness(std::span<pollfd> out) noexcept override;
+  void consume_readiness(std::span<const pollfd> fds) noexcept override {
+    inner_->consume_readiness(fds);
+  }
   [[nodiscard]] bool healthy() const noexcept override;
   [[nodiscard]] Error error() const override;
   [[nodiscard]] const PeerInfo& peer() const noexcept override { return inner_->peer(); }
