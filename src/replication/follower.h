@@ -48,6 +48,7 @@ class Follower final : public CoreBase {
 
  protected:
   void wait_for_work(std::chrono::microseconds timeout) noexcept override;
+  void shard_metrics(MetricsSnapshot& m) const override;
 
  public:
   [[nodiscard]] transport::Endpoint local_endpoint() const override { return endpoint_; }
@@ -91,6 +92,10 @@ class Follower final : public CoreBase {
     std::string leader;   // node id of the connected leader, for messages
     uint64_t cursor = 0;  // where the next ring batch is expected (or 0 after a wrap)
     std::atomic<uint64_t> applied{0};
+    // Records and encoded record bytes applied on this shard (duplicates skipped after a
+    // reconnect excluded): its part of records_applied and bytes_applied.
+    std::atomic<uint64_t> records_applied{0};
+    std::atomic<uint64_t> bytes_applied{0};
     // What this shard acknowledges and reports as its resume point: `applied`, or with
     // Durability::batch the last applied seq whose batch the write-ahead log has synced.
     std::atomic<uint64_t> acked{0};

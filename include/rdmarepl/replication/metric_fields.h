@@ -4,8 +4,8 @@
 // writer built on them (the demo's control lines, rdmarepl-bench --json) derive from these
 // lists, so a new metric is one line here plus its row in docs/replication.md ("Metrics"),
 // which a test checks. The per-follower arrays (follower_lag, follower_lag_bytes,
-// follower_connected) and the per-shard vectors (shard_seq, shard_lag) are the only fields
-// outside the lists.
+// follower_connected) and the per-shard vectors (shard_seq, shard_lag, shard_records,
+// shard_bytes, link_lag, link_lag_bytes) are the only fields outside the lists.
 #pragma once
 
 // X(name, kind, unit, help): a uint64_t; kind is counter (only grows) or gauge.
@@ -37,6 +37,8 @@
   X(cq_resizes, counter, "events",                                                                 \
     "leader: carrier completion queues resized (verbs: ibv_resize_cq) for a new N or the pool")    \
   X(records_applied, counter, "records", "follower: Store::apply calls")                           \
+  X(bytes_applied, counter, "bytes",                                                               \
+    "follower: encoded record bytes applied (duplicates excluded)")                                \
   X(records_recovered, counter, "records", "records replayed from the channel's WAL at create()")  \
   X(records_skipped, counter, "records", "follower: duplicates skipped after a reconnect")         \
   X(batches_applied, counter, "batches", "follower: batches applied")                              \
