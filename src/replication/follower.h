@@ -172,6 +172,9 @@ class Follower final : public CoreBase {
   // The seq a (re)connecting leader resumes after: everything applied, or with
   // Durability::batch what the log has synced. Refreshes `acked`. Caller holds s.mu.
   uint64_t resume_point(Shard& s) noexcept;
+  // A probe (probe.h): answered and closed on this handshake thread; counted in
+  // probes_answered.
+  void answer_probe(std::unique_ptr<transport::Connection> conn) noexcept;
   // `told`: the handshake sent (per-shard resume points and buffer generations).
   void install(std::unique_ptr<transport::Connection> conn, const FollowerHello& told) noexcept;
   // Makes `conn` (carrier 0 of `session` from leader `who`) the start of a new session

@@ -29,6 +29,8 @@
     "follower: connections closed at once (admission limits) or whose handshake failed")           \
   X(leaders_refused, counter, "connections",                                                       \
     "follower: leaders refused by identity and epoch (another leader holds the shards)")           \
+  X(probes_answered, counter, "connections",                                                       \
+    "follower: rdmarepl-doctor probes answered (no store, session or epoch touched)")              \
   X(auth_failures, counter, "events", "writes of the peer whose MAC failed (connection dropped)")  \
   X(carriers, gauge, "connections", "leader: carriers the shards are spread over, per follower")   \
   X(carrier_moves, counter, "events", "leader: a shard moved to another carrier (drained first)")  \
