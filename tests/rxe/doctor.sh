@@ -2,8 +2,8 @@
 # rdmarepl-doctor inside the VM: on rxe0 every RDMA check passes (the MTU may warn: the
 # virtio NIC has no jumbo frames), a deliberately small locked-memory limit is reported, and
 # a write-with-immediate round trip runs over verbs against the doctor's own listener and,
-# given repl_node, against a follower's channel (the probe), before and while a leader
-# replicates to it: the follower's store ends equal to the leader's.
+# given repl_node, against a follower's channel (the probe), before and just after a leader
+# starts replicating to it: the follower's store ends equal to the leader's.
 #   doctor.sh RDMAREPL_DOCTOR [REPL_NODE]
 set -uo pipefail
 doctor="$1"
