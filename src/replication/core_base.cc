@@ -54,10 +54,6 @@ void CoreBase::wait_for_work(std::chrono::microseconds timeout) noexcept {
   std::this_thread::sleep_for(timeout);
 }
 
-void CoreBase::shard_lag(std::vector<uint64_t>& lag) const noexcept {
-  lag.clear();
-}
-
 size_t CoreBase::progress_worker(uint32_t, uint32_t) noexcept {
   return progress();
 }

@@ -45,7 +45,7 @@ class CoreBase : public ChannelCore {
     MetricsSnapshot s = metrics_.snapshot();
     s.shard_seq.resize(options_.shards);
     for (uint32_t i = 0; i < options_.shards; ++i) s.shard_seq[i] = last_seq(i);
-    shard_lag(s.shard_lag);
+    shard_metrics(s);
     return s;
   }
   [[nodiscard]] std::string_view transport_name() const noexcept override {
@@ -81,9 +81,9 @@ class CoreBase : public ChannelCore {
   virtual void limit_engine_knobs(const tuning::Knobs& want, tuning::Knobs& effective) const;
   // Makes the engine's part of `effective` live. Called under the knob lock.
   virtual void apply_engine_knobs(const tuning::Knobs& effective) noexcept;
-  // Per shard, the records the slowest follower has not acknowledged (leader); the
-  // default (follower) leaves `lag` empty.
-  virtual void shard_lag(std::vector<uint64_t>& lag) const noexcept;
+  // Fills the per-shard vectors of `s` but shard_seq: shard_records and shard_bytes, and on
+  // the leader shard_lag, link_lag and link_lag_bytes. Control plane (allocates).
+  virtual void shard_metrics(MetricsSnapshot& s) const = 0;
   // Value sizes accepted so far: count, sum and sum of squares (leader; 0 on a follower).
   virtual void value_totals(double& count, double& sum, double& sq) const noexcept;
 

@@ -185,6 +185,30 @@ bool Follower::authenticate(Shard& s, Carrier& c, uint32_t imm, uint32_t& byte_l
   return true;
 }
 
+namespace {
+
+// The encoded bytes of the records of `v` after its first `skipped` (those applied before
+// a reconnect): its payload less theirs.
+uint64_t applied_bytes(const BatchView& v, uint64_t skipped) noexcept {
+  if (skipped == 0) return v.header.payload_len;
+  RecordCursor cur(v);
+  Record r;
+  for (uint64_t i = 0; i < skipped; ++i)
+    if (!cur.next(r)) break;
+  return static_cast<uint64_t>(v.payload + v.header.payload_len - cur.position());
+}
+
+}  // namespace
+
+void Follower::shard_metrics(MetricsSnapshot& m) const {
+  m.shard_records.resize(shards_.size());
+  m.shard_bytes.resize(shards_.size());
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    m.shard_records[i] = shards_[i]->records_applied.load(std::memory_order_relaxed);
+    m.shard_bytes[i] = shards_[i]->bytes_applied.load(std::memory_order_relaxed);
+  }
+}
+
 bool Follower::handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::string& why) noexcept {
   std::span<const std::byte> bytes;
   uint64_t offset = 0;
@@ -227,7 +251,11 @@ bool Follower::handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::stri
   s.applied.store(applied, std::memory_order_release);
   if (v.header.record_count != 0) s.consumed_seq = std::max(s.consumed_seq, last);
   if (imm_kind(imm) == ImmKind::ring_batch) s.cursor = offset + v.padded_size() + tag_bytes_;
+  const uint64_t record_bytes = applied_bytes(v, skipped);
   ChannelMetrics::add(metrics_.records_applied, v.header.record_count - skipped);
+  ChannelMetrics::add(metrics_.bytes_applied, record_bytes);
+  ChannelMetrics::add(s.records_applied, v.header.record_count - skipped);
+  ChannelMetrics::add(s.bytes_applied, record_bytes);
   ChannelMetrics::add(metrics_.records_skipped, skipped);
   ChannelMetrics::add(metrics_.batches_applied);
   return true;

@@ -48,6 +48,7 @@ class Follower final : public CoreBase {
 
  protected:
   void wait_for_work(std::chrono::microseconds timeout) noexcept override;
+  void shard_metrics(MetricsSnapshot& m) const override;
 
  public:
   [[nodiscard]] transport::Endpoint local_endpoint() const override { return endpoint_; }
@@ -91,6 +92,10 @@ class Follower final : public CoreBase {
     std::string leader;   // node id of the connected leader, for messages
     uint64_t cursor = 0;  // where the next ring batch is expected (or 0 after a wrap)
     std::atomic<uint64_t> applied{0};
+    // Records and encoded record bytes applied on this shard (duplicates skipped after a
+    // reconnect excluded): its part of records_applied and bytes_applied.
+    std::atomic<uint64_t> records_applied{0};
+    std::atomic<uint64_t> bytes_applied{0};
     // What this shard acknowledges and reports as its resume point: `applied`, or with
     // Durability::batch the last applied seq whose batch the write-ahead log has synced.
     std::atomic<uint64_t> acked{0};
@@ -167,6 +172,9 @@ class Follower final : public CoreBase {
   // The seq a (re)connecting leader resumes after: everything applied, or with
   // Durability::batch what the log has synced. Refreshes `acked`. Caller holds s.mu.
   uint64_t resume_point(Shard& s) noexcept;
+  // A probe (probe.h): answered and closed on this handshake thread; counted in
+  // probes_answered.
+  void answer_probe(std::unique_ptr<transport::Connection> conn) noexcept;
   // `told`: the handshake sent (per-shard resume points and buffer generations).
   void install(std::unique_ptr<transport::Connection> conn, const FollowerHello& told) noexcept;
   // Makes `conn` (carrier 0 of `session` from leader `who`) the start of a new session

@@ -1,12 +1,14 @@
 // Follower control plane: the handshake threads that accept leader connections, and
 // installing them as carriers of a session, subject to the leader's identity and epoch
-// (docs/replication.md, "Handshakes" and "Leader identity and epoch").
+// (docs/replication.md, "Handshakes" and "Leader identity and epoch"); and the doctor's
+// probes, answered on the handshake thread and never installed (probe.h).
 #include <fmt/format.h>
 
 #include <thread>
 #include <vector>
 
 #include "follower.h"
+#include "probe.h"
 #include "rdmarepl/core/log.h"
 
 namespace rdmarepl::replication::detail {
@@ -86,9 +88,28 @@ void Follower::accept_worker(bool first) noexcept {
                   conn.error().message());
       continue;
     }
+    if (is_probe_hello((*conn)->peer().app_data)) {
+      answer_probe(std::move(conn).value());
+      continue;
+    }
     std::lock_guard lock(install_mu_);
     install(std::move(conn).value(), hello);
   }
+}
+
+void Follower::answer_probe(std::unique_ptr<transport::Connection> conn) noexcept {
+  const auto& info = conn->peer();
+  const std::string who = fmt::format("{} ({})", info.node_id, info.address);
+  Status st = parse_probe_hello(info.app_data, who);
+  if (st.ok()) st = detail::answer_probe(*conn, Deadline::after(options_.connect_timeout));
+  if (st.ok()) {
+    ChannelMetrics::add(metrics_.probes_answered);
+    log::info("rdmarepl follower {}: answered the probe of {}", endpoint_.to_string(), who);
+  } else {
+    log::warn("rdmarepl follower {}: probe of {} failed: {}", endpoint_.to_string(), who,
+              st.error().message());
+  }
+  conn->close();
 }
 
 void Follower::install(std::unique_ptr<transport::Connection> conn,

@@ -108,13 +108,26 @@ uint64_t Leader::last_seq(uint32_t shard) const noexcept {
   return shards_[shard]->next_seq.load(std::memory_order_acquire) - 1;
 }
 
-void Leader::shard_lag(std::vector<uint64_t>& lag) const noexcept {
-  lag.assign(shards_.size(), 0);
-  for (size_t i = 0; i < shards_.size(); ++i) {
+void Leader::shard_metrics(MetricsSnapshot& m) const {
+  const size_t n = shards_.size();
+  const size_t followers = options_.peers.size();
+  m.shard_lag.assign(n, 0);
+  m.shard_records.assign(n, 0);
+  m.shard_bytes.assign(n, 0);
+  m.link_lag.assign(n * followers, 0);
+  m.link_lag_bytes.assign(n * followers, 0);
+  auto ld = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  for (size_t i = 0; i < n; ++i) {
+    const Shard& s = *shards_[i];
     const uint64_t last = last_seq(static_cast<uint32_t>(i));
-    for (const auto& l : shards_[i]->links)
-      lag[i] =
-          std::max(lag[i], last - std::min(last, l->acked_seq.load(std::memory_order_relaxed)));
+    m.shard_records[i] = ld(s.records);
+    m.shard_bytes[i] = ld(s.bytes);
+    for (size_t f = 0; f < s.links.size(); ++f) {
+      const Link& l = *s.links[f];
+      m.shard_lag[i] = std::max(m.shard_lag[i], last - std::min(last, ld(l.acked_seq)));
+      m.link_lag[i * followers + f] = ld(l.lag_records);
+      m.link_lag_bytes[i * followers + f] = ld(l.lag_bytes);
+    }
   }
 }
 
@@ -239,6 +252,7 @@ WriteResult Leader::write(Op op, std::string_view key, std::string_view value) n
   s.next_seq.store(seq + 1, std::memory_order_release);
   ChannelMetrics::add(metrics_.records_replicated);
   ChannelMetrics::add(metrics_.bytes_replicated, rec);
+  s.count_replicated(1, rec);
   if (options_.ack_mode == AckMode::none && !(wal_ && wal_->gates()))
     s.committed.store(seq, std::memory_order_release);
   if (large || s.open.size() >= live_batch_bytes_.load(std::memory_order_relaxed) ||
@@ -459,10 +473,14 @@ size_t Leader::progress() noexcept {
     const uint64_t last = sp->next_seq.load(std::memory_order_relaxed) - 1;
     uint64_t shard_depth = 0;
     for (size_t i = 0; i < sp->links.size(); ++i) {
-      const Link& l = *sp->links[i];
+      Link& l = *sp->links[i];
       const uint64_t acked = l.acked_seq.load(std::memory_order_relaxed);
-      lag[i] += last - std::min(last, acked);
-      lag_bytes[i] += sp->window.bytes_after(acked);
+      const uint64_t link_lag = last - std::min(last, acked);
+      const uint64_t link_bytes = sp->window.bytes_after(acked);
+      l.lag_records.store(link_lag, std::memory_order_relaxed);
+      l.lag_bytes.store(link_bytes, std::memory_order_relaxed);
+      lag[i] += link_lag;
+      lag_bytes[i] += link_bytes;
       if (l.up.load(std::memory_order_relaxed))
         shard_depth = std::max<uint64_t>(shard_depth,
                                          sp->window.end_bn() - l.next_send_bn + l.inflight_count);

@@ -71,7 +71,7 @@ class Leader final : public CoreBase, private CatchUpHost {
   void limit_engine_knobs(const tuning::Knobs& want, tuning::Knobs& effective) const override;
   void apply_engine_knobs(const tuning::Knobs& effective) noexcept override;
   void value_totals(double& count, double& sum, double& sq) const noexcept override;
-  void shard_lag(std::vector<uint64_t>& lag) const noexcept override;
+  void shard_metrics(MetricsSnapshot& m) const override;
 
  public:
   [[nodiscard]] transport::Endpoint local_endpoint() const override { return {}; }

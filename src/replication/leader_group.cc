@@ -57,6 +57,7 @@ WriteResult Leader::write_group(std::span<const GroupOp> ops) noexcept {
   s.next_seq.store(seq + 1, std::memory_order_release);
   ChannelMetrics::add(metrics_.records_replicated, ops.size());
   ChannelMetrics::add(metrics_.bytes_replicated, bytes);
+  s.count_replicated(ops.size(), bytes);
   if (options_.ack_mode == AckMode::none && !(wal_ && wal_->gates()))
     s.committed.store(seq, std::memory_order_release);
   if (s.open.size() >= live_batch_bytes_.load(std::memory_order_relaxed)) {

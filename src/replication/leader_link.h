@@ -41,6 +41,10 @@ struct Link {
   bool stalled = false;
   uint64_t next_send_bn = 0;
   std::atomic<uint64_t> acked_seq{0};
+  // The follower's lag on this shard in records and in bytes of sealed batches after
+  // acked_seq, as of the last progress round that held the shard's lock (metrics).
+  std::atomic<uint64_t> lag_records{0};
+  std::atomic<uint64_t> lag_bytes{0};
   // The newest seq the follower may acknowledge on this connection: its resume point at
   // install, then the last seq of each batch posted (and a shipped checkpoint's seq). An
   // acknowledgement beyond it is a protocol error.

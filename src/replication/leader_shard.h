@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "leader_link.h"
+#include "rdmarepl/replication/channel_metrics.h"
 #include "rdmarepl/replication/detail/batch_format.h"
 #include "registered_buffer.h"
 #include "retained_window.h"
@@ -41,6 +42,14 @@ struct Shard {
   // The window's bytes in use, refreshed under mu by each progress round (read by the
   // metrics sweep without the lock).
   std::atomic<uint64_t> retained_bytes{0};
+  // Records and encoded record bytes accepted on this shard (written under mu, read by the
+  // metrics sweep): its part of records_replicated and bytes_replicated.
+  std::atomic<uint64_t> records{0};
+  std::atomic<uint64_t> bytes{0};
+  void count_replicated(uint64_t n, uint64_t b) noexcept {
+    ChannelMetrics::add(records, n);
+    ChannelMetrics::add(bytes, b);
+  }
   uint64_t durable_seq = 0;
   std::vector<std::unique_ptr<Link>> links;
 

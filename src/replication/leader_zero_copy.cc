@@ -96,8 +96,10 @@ WriteResult Leader::write_gathered(std::string_view key, std::span<const std::by
   count_value(s, value.size());
   const uint64_t seq = s.open.next_seq() - 1;
   s.next_seq.store(seq + 1, std::memory_order_release);
+  const uint64_t rec = record_size(key.size(), value.size());
   ChannelMetrics::add(metrics_.records_replicated);
-  ChannelMetrics::add(metrics_.bytes_replicated, record_size(key.size(), value.size()));
+  ChannelMetrics::add(metrics_.bytes_replicated, rec);
+  s.count_replicated(1, rec);
   if (options_.ack_mode == AckMode::none && !(wal_ && wal_->gates()))
     s.committed.store(seq, std::memory_order_release);
   seal_gathered(s, value, lkey, std::move(h));

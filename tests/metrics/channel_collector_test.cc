@@ -23,6 +23,11 @@ replication::MetricsSnapshot sample_snapshot() {
   m.follower_connected = {true, false};
   m.shard_seq = {10, 0, 7};
   m.shard_lag = {3, 0, 2};
+  m.shard_records = {10, 0, 7};
+  m.shard_bytes = {1000, 0, 770};
+  // Entry shard * 2 + follower: follower 0 lags 3 records on shard 0 and 2 on shard 2.
+  m.link_lag = {3, 0, 0, 0, 2, 0};
+  m.link_lag_bytes = {2048, 0, 0, 0, 2048, 0};
   metrics::Histogram lat;
   for (uint64_t ns : {900, 2'000, 2'100, 40'000, 3'000'000}) lat.record(ns);
   m.ack_latency_ns = lat.snapshot();
@@ -32,7 +37,8 @@ replication::MetricsSnapshot sample_snapshot() {
   return m;
 }
 
-ChannelCollector collector(const replication::MetricsSnapshot& m) {
+ChannelCollector collector(const replication::MetricsSnapshot& m,
+                           const std::string& role = "leader") {
   metrics::ChannelSource s;
   s.metrics = [m] { return m; };
   s.knobs = [] {
@@ -42,7 +48,7 @@ ChannelCollector collector(const replication::MetricsSnapshot& m) {
     k.poll_mode = tuning::PollingMode::sleep;
     return k;
   };
-  s.role = "leader";
+  s.role = role;
   s.node = "node-a";
   return ChannelCollector(s);
 }
@@ -96,6 +102,56 @@ TEST_CASE("per-shard seq and lag carry a shard label and a follower has no shard
   CHECK(text.find("rdmarepl_shard_lag_records") == std::string::npos);
 }
 
+TEST_CASE("a leader exports records and bytes per shard and lag per follower and shard") {
+  std::string text;
+  auto samples = scrape(collector(sample_snapshot()), &text);
+  INFO(text);
+  const auto at = [&](const std::string& name, const std::string& extra) {
+    const std::string series = name + "{" + kLabels + "," + extra + "}";
+    INFO(series);
+    REQUIRE(samples.count(series) == 1);
+    return samples[series];
+  };
+  CHECK(at("rdmarepl_shard_records_replicated_total", "shard=\"0\"") == 10);
+  CHECK(at("rdmarepl_shard_records_replicated_total", "shard=\"1\"") == 0);
+  CHECK(at("rdmarepl_shard_records_replicated_total", "shard=\"2\"") == 7);
+  CHECK(at("rdmarepl_shard_replicated_bytes_total", "shard=\"0\"") == 1000);
+  CHECK(at("rdmarepl_shard_replicated_bytes_total", "shard=\"2\"") == 770);
+  CHECK(text.find("# TYPE rdmarepl_shard_records_replicated_total counter") != std::string::npos);
+  CHECK(text.find("rdmarepl_shard_records_applied_total") == std::string::npos);
+  const std::string f0 = "follower=\"0\",shard=", f1 = "follower=\"1\",shard=";
+  CHECK(at("rdmarepl_follower_shard_lag_records", f0 + "\"0\"") == 3);
+  CHECK(at("rdmarepl_follower_shard_lag_records", f0 + "\"1\"") == 0);
+  CHECK(at("rdmarepl_follower_shard_lag_records", f0 + "\"2\"") == 2);
+  CHECK(at("rdmarepl_follower_shard_lag_bytes", f0 + "\"0\"") == 2048);
+  CHECK(at("rdmarepl_follower_shard_lag_bytes", f0 + "\"2\"") == 2048);
+  for (const char* shard : {"\"0\"", "\"1\"", "\"2\""}) {
+    CHECK(at("rdmarepl_follower_shard_lag_records", f1 + shard) == 0);
+    CHECK(at("rdmarepl_follower_shard_lag_bytes", f1 + shard) == 0);
+  }
+  // 2 followers x 3 shards, no more.
+  size_t n = 0;
+  for (const auto& [series, v] : samples)
+    if (series.rfind("rdmarepl_follower_shard_lag_records{", 0) == 0) ++n;
+  CHECK(n == 6);
+}
+
+TEST_CASE("a follower exports records and bytes applied per shard and no lag") {
+  auto m = sample_snapshot();
+  m.shard_lag.clear();
+  m.link_lag.clear();
+  m.link_lag_bytes.clear();
+  std::string text;
+  auto samples = scrape(collector(m, "follower"), &text);
+  INFO(text);
+  const std::string l = R"(role="follower",node="node-a",shard=)";
+  CHECK(samples["rdmarepl_shard_records_applied_total{" + l + "\"0\"}"] == 10);
+  CHECK(samples["rdmarepl_shard_records_applied_total{" + l + "\"2\"}"] == 7);
+  CHECK(samples["rdmarepl_shard_applied_bytes_total{" + l + "\"2\"}"] == 770);
+  CHECK(text.find("rdmarepl_shard_records_replicated_total") == std::string::npos);
+  CHECK(text.find("rdmarepl_follower_shard_lag") == std::string::npos);
+}
+
 TEST_CASE("histograms are exported in base units with cumulative le buckets") {
   auto samples = scrape(collector(sample_snapshot()));
   const std::string lat = "rdmarepl_ack_latency_seconds";
@@ -124,8 +180,9 @@ TEST_CASE("docs/operations.md names every metric the channel collector exports")
   std::ifstream in(RDMAREPL_DOCS_DIR "/operations.md");
   REQUIRE(in);
   const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (const auto& family : collector(sample_snapshot()).Collect()) {
-    INFO(family.name);
-    CHECK(doc.find("`" + family.name + "`") != std::string::npos);
-  }
+  for (const char* role : {"leader", "follower"})
+    for (const auto& family : collector(sample_snapshot(), role).Collect()) {
+      INFO(family.name);
+      CHECK(doc.find("`" + family.name + "`") != std::string::npos);
+    }
 }

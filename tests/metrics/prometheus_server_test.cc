@@ -26,6 +26,7 @@ namespace {
 
 constexpr uint64_t kRecords = 300'000;
 constexpr unsigned kFollowers = 2;
+constexpr unsigned kShards = 2;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -54,7 +55,7 @@ struct ScrapedRun {
     start = now_s();
     const std::string cmd = "timeout 120 " RDMAREPL_DEMO_BIN " --records " +
                             std::to_string(kRecords) + " --followers " +
-                            std::to_string(kFollowers) +
+                            std::to_string(kFollowers) + " --shards " + std::to_string(kShards) +
                             " --value-size 64-256 --kill-at 0.4 --quiet --linger 3 --wal-dir " +
                             dir + "/wal --durability interval --metrics-port " +
                             std::to_string(base) + " > " + dir + "/demo.log 2>&1";
@@ -132,6 +133,33 @@ TEST_CASE("a real Prometheus sees the demo's replication through a follower kill
   }
   CHECK(r.one_at_end("max_over_time(rdmarepl_follower_lag_records{follower=\"0\"}" + window + ")") >
         0);
+
+  // Per follower and shard: the lag in records and bytes rose for follower 0 (the one
+  // killed) and every pair is back to 0; the shards' records add up to the writes on the
+  // leader and to what each follower applied.
+  for (const char* unit : {"records", "bytes"}) {
+    const std::string name = std::string("rdmarepl_follower_shard_lag_") + unit;
+    auto pairs = r.at_end("last_over_time(" + name + window + ")");
+    REQUIRE(pairs.size() == kFollowers * kShards);
+    for (const auto& [labels, v] : pairs) {
+      INFO(labels.dump());
+      CHECK(v == 0);
+    }
+    CHECK(r.one_at_end("max(max_over_time(" + name + "{follower=\"0\"}" + window + "))") > 0);
+  }
+  CHECK(r.at_end("last_over_time(rdmarepl_shard_records_replicated_total" + window + ")").size() ==
+        kShards);
+  CHECK(r.one_at_end("sum(last_over_time(rdmarepl_shard_records_replicated_total" + window +
+                     "))") == written);
+  auto per_node =
+      r.at_end("sum by (node) (last_over_time(rdmarepl_shard_records_applied_total" + window +
+               ")) + on (node) last_over_time(rdmarepl_records_recovered_total{" +
+               "role=\"follower\"}" + window + ")");
+  REQUIRE(per_node.size() == kFollowers);
+  for (const auto& [labels, v] : per_node) {
+    INFO(labels.dump());
+    CHECK(v == written);
+  }
 
   // The reconnect counter was 0 in a scrape before the kill and rose by it.
   CHECK(r.one_at_end("min_over_time(rdmarepl_reconnects_total{role=\"leader\"}" + window + ")") ==

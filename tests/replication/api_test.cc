@@ -7,6 +7,7 @@
 #include <string>
 
 #include "hello.h"
+#include "probe.h"
 #include "rdmarepl/metrics/histogram.h"
 #include "rdmarepl/rdmarepl.h"
 #include "replication/imm.h"
@@ -179,6 +180,29 @@ TEST_CASE("options validation names the field and the fix", "[options]") {
     o.transport = TransportKind::automatic;
     CHECK(validate(o).ok());
   }
+}
+
+TEST_CASE("the probe hello: the documented bytes, and another version is named", "[hello]") {
+  using namespace rdmarepl::replication::detail;
+  // The example of docs/wire_format.md ("Probe").
+  const std::string example("\x52\x50\x4c\x50\x00\x04\x00\x00", 8);
+  CHECK(encode_probe_hello() == example);
+  CHECK(is_probe_hello(example));
+  CHECK(parse_probe_hello(example, "doctor").ok());
+  // A leader hello is not a probe, and a probe is not a leader hello.
+  CHECK_FALSE(is_probe_hello(encode(LeaderHello{0, 7, 4, 256, 4 << 20, 16 << 20, 2})));
+  CHECK_FALSE(parse_leader_hello(example, "doctor").ok());
+  auto newer = example;
+  newer[5] = 5;
+  auto r = parse_probe_hello(newer, "doctor");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().is(rdmarepl::Errc::protocol_error));
+  CHECK(r.error().message().find("probe hello version 5 (this build speaks 4)") !=
+        std::string::npos);
+  auto reserved = example;
+  reserved[7] = 1;
+  CHECK_FALSE(parse_probe_hello(reserved, "doctor").ok());
+  CHECK_FALSE(parse_probe_hello(example + "x", "doctor").ok());
 }
 
 TEST_CASE("handshake payloads round-trip and reject garbage", "[hello]") {

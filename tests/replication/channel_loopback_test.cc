@@ -313,18 +313,50 @@ TEST_CASE("per-follower lag in records and bytes and per-shard seq and lag", "[c
     seqs += lagging.shard_seq[s];
   }
   CHECK(seqs == 1000);
+  // Per shard: records and bytes replicated add up to the channel's; per follower and
+  // shard: follower 0 has no lag, follower 1 lags each shard by all its records, and the
+  // bytes add up to the follower's lag.
+  REQUIRE(lagging.shard_records.size() == 3);
+  REQUIRE(lagging.shard_bytes.size() == 3);
+  REQUIRE(lagging.link_lag.size() == 6);
+  REQUIRE(lagging.link_lag_bytes.size() == 6);
+  uint64_t records = 0, bytes = 0, lag_bytes = 0;
+  for (uint32_t s = 0; s < 3; ++s) {
+    CHECK(lagging.shard_records[s] == lagging.shard_seq[s]);
+    CHECK(lagging.link_lag[s * 2 + 0] == 0);
+    CHECK(lagging.link_lag_bytes[s * 2 + 0] == 0);
+    CHECK(lagging.link_lag[s * 2 + 1] == lagging.shard_seq[s]);
+    CHECK(lagging.link_lag_bytes[s * 2 + 1] >= lagging.shard_bytes[s]);
+    records += lagging.shard_records[s];
+    bytes += lagging.shard_bytes[s];
+    lag_bytes += lagging.link_lag_bytes[s * 2 + 1];
+  }
+  CHECK(records == lagging.records_replicated);
+  CHECK(bytes == lagging.bytes_replicated);
+  CHECK(lag_bytes == lagging.follower_lag_bytes[1]);
 
   c.followers[1] = start_follower(c.fabric, c.options, 30001);
   require_converged(c);
   const auto caught_up = metrics_when(*c.leader, [](const MetricsSnapshot& m) {
-    return m.follower_lag[1] == 0 && m.follower_lag_bytes[1] == 0;
+    uint64_t links = 0;
+    for (size_t k = 0; k < m.link_lag.size(); ++k) links += m.link_lag[k] + m.link_lag_bytes[k];
+    return m.follower_lag[1] == 0 && m.follower_lag_bytes[1] == 0 && links == 0;
   });
+  for (size_t k = 0; k < caught_up.link_lag.size(); ++k) {
+    CHECK(caught_up.link_lag[k] == 0);
+    CHECK(caught_up.link_lag_bytes[k] == 0);
+  }
   CHECK(caught_up.follower_lag[1] == 0);
   CHECK(caught_up.follower_lag_bytes[1] == 0);
   for (uint32_t s = 0; s < 3; ++s) CHECK(caught_up.shard_lag[s] == 0);
   const auto fm = c.followers[1]->channel->metrics();
   CHECK(fm.shard_seq == caught_up.shard_seq);  // a follower reports the seqs it applied
   CHECK(fm.shard_lag.empty());
+  CHECK(fm.link_lag.empty());
+  // The follower applied every record of every shard once: the leader's per-shard counts.
+  CHECK(fm.shard_records == caught_up.shard_records);
+  CHECK(fm.shard_bytes == caught_up.shard_bytes);
+  CHECK(fm.bytes_applied == caught_up.bytes_replicated);
 }
 
 TEST_CASE("ack=all with a follower away: wait fails after away_timeout, or waits", "[channel]") {

@@ -1,10 +1,13 @@
 #!/bin/bash
 # rdmarepl-doctor inside the VM: on rxe0 every RDMA check passes (the MTU may warn: the
 # virtio NIC has no jumbo frames), a deliberately small locked-memory limit is reported, and
-# a write-with-immediate round trip runs over verbs against the doctor's own listener.
-#   doctor.sh RDMAREPL_DOCTOR
+# a write-with-immediate round trip runs over verbs against the doctor's own listener and,
+# given repl_node, against a follower's channel (the probe), before and just after a leader
+# starts replicating to it: the follower's store ends equal to the leader's.
+#   doctor.sh RDMAREPL_DOCTOR [REPL_NODE]
 set -uo pipefail
 doctor="$1"
+repl_node="${2:-}"
 fail() { echo "doctor: $*"; exit 1; }
 
 "$doctor" >doctor.log 2>&1
@@ -40,4 +43,34 @@ cat peer.log listen.log
 grep -Eq "^PASS peer 127.0.0.1:$port: 4096-byte write-with-immediate round trip to 'rdmarepl-doctor-listener' over verbs in [0-9]+ us" \
   peer.log || fail "no round trip over verbs"
 wait "$listener" || fail "the listener exited with an error"
-echo "doctor: RDMA checks pass on rxe0, small memlock reported, round trip over verbs"
+[[ -n "$repl_node" ]] || { echo "doctor: RDMA checks pass on rxe0, small memlock reported, round trip over verbs"; exit 0; }
+
+# A follower over verbs that exits once it applied the leader's 3000 records.
+"$repl_node" --transport verbs --listen 127.0.0.1 --port 0 --shards 2 --until-seqs 3000 \
+  --wait-s 200 >follower.log 2>&1 &
+follower=$!
+fport=""
+for _ in $(seq 1 120); do
+  fport="$(sed -n 's/^PORT \([0-9]*\)$/\1/p' follower.log)"
+  [[ -n "$fport" ]] && break
+  sleep 0.5
+done
+[[ -n "$fport" ]] || { cat follower.log; fail "the follower did not start"; }
+probe() {
+  "$doctor" --transport verbs --timeout-ms 20000 --peer "127.0.0.1:$fport" >"$1" 2>&1
+  cat "$1"
+  grep -Eq "^PASS peer 127.0.0.1:$fport: write-with-immediate round trip to follower 'repl_node' \(2 shards\) over verbs in [0-9]+ us" \
+    "$1" || fail "no probe round trip to the follower over verbs ($1)"
+}
+probe probe-idle.log
+"$repl_node" --role leader --transport verbs --peers "127.0.0.1:$fport" --shards 2 \
+  --records 3000 >leader.log 2>&1 &
+leader=$!
+probe probe-busy.log
+wait "$leader" || { cat leader.log follower.log; fail "the leader failed"; }
+wait "$follower" || { cat leader.log follower.log; fail "the follower did not apply everything"; }
+cat leader.log follower.log
+ld="$(grep '^DIGEST ' leader.log | awk '{print $2}')"
+fd="$(grep '^DIGEST ' follower.log | awk '{print $2}')"
+[[ -n "$ld" && "$ld" == "$fd" ]] || fail "the follower's store differs from the leader's"
+echo "doctor: RDMA checks pass on rxe0, small memlock reported, round trips over verbs to a listener and to a follower"

@@ -11,7 +11,7 @@ rc=$?
 cat run.log
 [[ $rc -eq 0 ]] || { echo "troubleshooting: the producing test failed ($rc)"; exit 1; }
 grep '^TROUBLESHOOTING: ' run.log | sed 's/^TROUBLESHOOTING: //' >produced.txt
-[[ $(wc -l <produced.txt) -eq 4 ]] || { echo "troubleshooting: expected 4 messages"; exit 1; }
+[[ $(wc -l <produced.txt) -eq 5 ]] || { echo "troubleshooting: expected 5 messages"; exit 1; }
 norm() { sed -E 's/0x[0-9a-f]+/#/g; s/[0-9]+/#/g'; }
 norm <"$guide" >guide.norm
 missing=0
@@ -23,4 +23,4 @@ while IFS= read -r line; do
   fi
 done <produced.txt
 [[ $missing -eq 0 ]] || exit 1
-echo "troubleshooting: the guide quotes all 4 verbs messages as the library prints them"
+echo "troubleshooting: the guide quotes all 5 verbs messages as the library prints them"

@@ -24,7 +24,7 @@ struct Args {
   std::string role = "leader";
   uint32_t followers = 2;
   replication::ChannelOptions channel;
-  std::string peer, listen, transport = "auto", key;
+  std::string peer, listen, transport = "auto", key, key_file;
   uint32_t connections = 0;
   int timeout_ms = 5000;
   bool json = false;
@@ -63,8 +63,9 @@ void add_channel_flags(CLI::App& app, Args& a) {
 void add_peer_flags(CLI::App& app, Args& a) {
   auto* g = "Round trip to a peer";
   app.add_option("--peer", a.peer,
-                 "host:port of a `rdmarepl-doctor --listen`: connect and do a write-with-immediate "
-                 "round trip")
+                 "host:port of a follower's channel (a probe: the follower answers without "
+                 "touching its store or its leader's session) or of a `rdmarepl-doctor --listen`: "
+                 "connect and do a write-with-immediate round trip")
       ->group(g);
   app.add_option("--listen", a.listen,
                  "host:port: serve echoes for other nodes' --peer checks instead of checking")
@@ -78,8 +79,13 @@ void add_peer_flags(CLI::App& app, Args& a) {
       ->check(CLI::IsMember({"auto", "tcp", "verbs"}))
       ->capture_default_str()
       ->group(g);
-  app.add_option("--key", a.key,
-                 "pre-shared key of the handshake (as ChannelOptions::pre_shared_key)")
+  auto* key = app.add_option("--key", a.key,
+                             "pre-shared key of the handshake (as ChannelOptions::pre_shared_key)")
+                  ->group(g);
+  app.add_option("--key-file", a.key_file,
+                 "file holding the pre-shared key (trailing newline ignored), as replicated_kv's "
+                 "--key-file")
+      ->excludes(key)
       ->group(g);
   app.add_option("--timeout-ms", a.timeout_ms, "connect and round-trip timeout")
       ->check(CLI::PositiveNumber)
@@ -148,6 +154,14 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
 
+  if (!a.key_file.empty()) {
+    auto key = read_key_file(a.key_file);
+    if (!key) {
+      std::fprintf(stderr, "rdmarepl-doctor: %s\n", key.error().message().c_str());
+      return 2;
+    }
+    a.key = std::move(key).value();
+  }
   if (!a.listen.empty()) {
     auto where = parse_endpoint(a.listen);
     Status st = where ? run_echo_listener(*where, peer_options(a), a.connections)

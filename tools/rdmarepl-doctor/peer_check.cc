@@ -4,10 +4,14 @@
 
 #include <array>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <vector>
 
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/transport/transport.h"
+#include "replication/hello.h"
+#include "replication/probe.h"
 #include "replication/transport_select.h"
 
 namespace rdmarepl::doctor {
@@ -80,7 +84,52 @@ void serve(Connection& c, EchoBuffer& b) {
   }
 }
 
+// What to do about a connection that failed.
+std::string connect_advice(const Error& e) {
+  if (e.is(Errc::auth_failed))
+    return "give the peer's pre-shared key (--key-file with the follower's "
+           "ChannelOptions::pre_shared_key), or no key if it has none";
+  return "check host, port and firewall; the peer must be a follower's channel or "
+         "`rdmarepl-doctor --listen`";
+}
+
+// The probe of a follower's channel whose Hello `hello` arrived on `link`.
+void probe_follower(Connection& link, std::string_view transport, Deadline deadline, Check& c) {
+  const PeerInfo& info = link.peer();
+  auto hello = replication::detail::parse_follower_hello(info.app_data, info.address);
+  if (!hello) {
+    c.detail = fmt::format("connected over {}; {}", transport, hello.error().message());
+    c.advice = "run the rdmarepl-doctor of the follower's build";
+    return;
+  }
+  const auto t0 = Clock::now();
+  const std::string why = replication::detail::probe_round_trip(link, kImm, deadline);
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
+  if (!why.empty()) {
+    c.detail = fmt::format("connected to follower '{}' over {}; probe failed: {}", info.node_id,
+                           transport, why);
+    c.advice = "see the follower's log and docs/TROUBLESHOOTING.md";
+    return;
+  }
+  c.verdict = Verdict::pass;
+  c.detail = fmt::format(
+      "write-with-immediate round trip to follower '{}' ({} shards) over {} in {} us (a probe: "
+      "its store and sessions untouched)",
+      info.node_id, hello->shard_count, transport, us);
+}
+
 }  // namespace
+
+Result<std::string> read_key_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error(Errc::invalid_argument, "--key-file " + path + " cannot be read");
+  std::string key((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!key.empty() && (key.back() == '\n' || key.back() == '\r')) key.pop_back();
+  if (key.empty())
+    return Error(Errc::invalid_argument,
+                 "--key-file " + path + " is empty; put the pre-shared key in it");
+  return key;
+}
 
 Result<Endpoint> parse_endpoint(const std::string& text) {
   const auto colon = text.rfind(':');
@@ -123,13 +172,18 @@ Check check_peer(const Endpoint& peer, const PeerOptions& options) {
   co.regions = {in->mr->remote()};
   co.initial_recvs = 1;
   co.connect_timeout = options.timeout;
+  co.app_data = replication::detail::encode_probe_hello();
   auto conn = (*t)->connect(peer, co);
   if (!conn) {
     c.detail = conn.error().message();
-    c.advice = "start `rdmarepl-doctor --listen` there, and check host, port, key and firewall";
+    c.advice = connect_advice(conn.error());
     return c;
   }
   Connection& link = **conn;
+  if (!link.peer().app_data.empty()) {
+    probe_follower(link, (*t)->name(), Deadline::after(options.timeout), c);
+    return c;
+  }
   if (link.peer().regions.empty() || link.peer().regions.front().length < kEchoBytes) {
     c.detail = fmt::format("connected over {}, but '{}' offers no echo buffer", (*t)->name(),
                            link.peer().node_id);

@@ -1,6 +1,7 @@
-// A real connection and a write-with-immediate round trip: `--listen` runs the echo end,
-// `--peer` connects to it, writes a pattern with an immediate and waits for the echo (the
-// same bytes written back with the immediate + 1).
+// A real connection and a write-with-immediate round trip. `--peer` connects with a probe
+// Hello (docs/wire_format.md, "Probe"): a follower's channel answers its zero-length
+// write-with-immediate with immediate + 1 and closes; a `rdmarepl-doctor --listen` (the echo
+// end, run_echo_listener()) writes the same 4 KiB pattern back with the immediate + 1.
 #pragma once
 
 #include <chrono>
@@ -30,6 +31,10 @@ Check check_peer(const transport::Endpoint& peer, const PeerOptions& options);
 // Prints "listening on host:port over <transport>" to stdout once ready.
 Status run_echo_listener(const transport::Endpoint& where, const PeerOptions& options,
                          uint32_t connections);
+
+// The pre-shared key in `path` (trailing newlines dropped); Errc::invalid_argument saying
+// what is wrong when it cannot be read or is empty.
+Result<std::string> read_key_file(const std::string& path);
 
 // "host:port" -> Endpoint; Errc::invalid_argument saying what is wrong.
 Result<transport::Endpoint> parse_endpoint(const std::string& text);

@@ -32,6 +32,17 @@ struct MetricsSnapshot {
   // slowest follower has not acknowledged (empty on a follower).
   std::vector<uint64_t> shard_seq;
   std::vector<uint64_t> shard_lag;
+  // Per shard: leader, the records and encoded record bytes replicated (the shard's part of
+  // records_replicated / bytes_replicated); follower, applied (records_applied /
+  // bytes_applied).
+  std::vector<uint64_t> shard_records;
+  std::vector<uint64_t> shard_bytes;
+  // Leader, per shard and follower (entry `shard * followers + follower`): the records the
+  // follower has not acknowledged on that shard, and the bytes of that shard's sealed
+  // batches after its acknowledged seq. Refreshed by each progress round, like
+  // follower_lag, which is their sum over the shards. Empty on a follower.
+  std::vector<uint64_t> link_lag;
+  std::vector<uint64_t> link_lag_bytes;
 #define RDMAREPL_HISTOGRAM_(name, unit, help) metrics::Histogram::Snapshot name;
   RDMAREPL_CHANNEL_HISTOGRAMS(RDMAREPL_HISTOGRAM_)
 #undef RDMAREPL_HISTOGRAM_

@@ -4,8 +4,8 @@
 // writer built on them (the demo's control lines, rdmarepl-bench --json) derive from these
 // lists, so a new metric is one line here plus its row in docs/replication.md ("Metrics"),
 // which a test checks. The per-follower arrays (follower_lag, follower_lag_bytes,
-// follower_connected) and the per-shard vectors (shard_seq, shard_lag) are the only fields
-// outside the lists.
+// follower_connected) and the per-shard vectors (shard_seq, shard_lag, shard_records,
+// shard_bytes, link_lag, link_lag_bytes) are the only fields outside the lists.
 #pragma once
 
 // X(name, kind, unit, help): a uint64_t; kind is counter (only grows) or gauge.
@@ -29,6 +29,8 @@
     "follower: connections closed at once (admission limits) or whose handshake failed")           \
   X(leaders_refused, counter, "connections",                                                       \
     "follower: leaders refused by identity and epoch (another leader holds the shards)")           \
+  X(probes_answered, counter, "connections",                                                       \
+    "follower: rdmarepl-doctor probes answered (no store, session or epoch touched)")              \
   X(auth_failures, counter, "events", "writes of the peer whose MAC failed (connection dropped)")  \
   X(carriers, gauge, "connections", "leader: carriers the shards are spread over, per follower")   \
   X(carrier_moves, counter, "events", "leader: a shard moved to another carrier (drained first)")  \
@@ -37,6 +39,8 @@
   X(cq_resizes, counter, "events",                                                                 \
     "leader: carrier completion queues resized (verbs: ibv_resize_cq) for a new N or the pool")    \
   X(records_applied, counter, "records", "follower: Store::apply calls")                           \
+  X(bytes_applied, counter, "bytes",                                                               \
+    "follower: encoded record bytes applied (duplicates excluded)")                                \
   X(records_recovered, counter, "records", "records replayed from the channel's WAL at create()")  \
   X(records_skipped, counter, "records", "follower: duplicates skipped after a reconnect")         \
   X(batches_applied, counter, "batches", "follower: batches applied")                              \

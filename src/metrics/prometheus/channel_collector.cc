@@ -43,6 +43,13 @@ ClientMetric gauge(std::vector<ClientMetric::Label> labels, double v) {
   return m;
 }
 
+ClientMetric counter(std::vector<ClientMetric::Label> labels, double v) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  m.counter.value = v;
+  return m;
+}
+
 }  // namespace
 
 std::string ChannelCollector::exported_name(const replication::MetricField& f) {
@@ -135,15 +142,58 @@ void ChannelCollector::add_shards(const replication::MetricsSnapshot& m,
   auto lag = family("rdmarepl_shard_lag_records",
                     "leader: records of the shard the slowest follower has not acknowledged",
                     "records", MetricType::Gauge);
+  const bool leader = source_.role == "leader";
+  auto records = family(
+      leader ? "rdmarepl_shard_records_replicated_total" : "rdmarepl_shard_records_applied_total",
+      leader ? "leader: records accepted on the shard"
+             : "follower: records of the shard applied (duplicates excluded)",
+      "records", MetricType::Counter);
+  auto bytes = family(
+      leader ? "rdmarepl_shard_replicated_bytes_total" : "rdmarepl_shard_applied_bytes_total",
+      leader ? "leader: encoded record bytes accepted on the shard"
+             : "follower: encoded record bytes of the shard applied (duplicates excluded)",
+      "bytes", MetricType::Counter);
   for (size_t i = 0; i < m.shard_seq.size(); ++i) {
     auto l = labels();
     l.push_back({"shard", std::to_string(i)});
     seq.metric.push_back(gauge(l, static_cast<double>(m.shard_seq[i])));
+    if (i < m.shard_records.size())
+      records.metric.push_back(counter(l, static_cast<double>(m.shard_records[i])));
+    if (i < m.shard_bytes.size())
+      bytes.metric.push_back(counter(l, static_cast<double>(m.shard_bytes[i])));
     if (i < m.shard_lag.size())
       lag.metric.push_back(gauge(std::move(l), static_cast<double>(m.shard_lag[i])));
   }
   out.push_back(std::move(seq));
-  if (!lag.metric.empty()) out.push_back(std::move(lag));
+  for (auto* f : {&records, &bytes, &lag})
+    if (!f->metric.empty()) out.push_back(std::move(*f));
+  add_links(m, out);
+}
+
+void ChannelCollector::add_links(const replication::MetricsSnapshot& m,
+                                 std::vector<MetricFamily>& out) const {
+  const size_t shards = m.shard_seq.size();
+  if (shards == 0 || m.link_lag.size() % shards != 0 || m.link_lag.empty()) return;
+  const size_t followers = m.link_lag.size() / shards;
+  auto lag = family("rdmarepl_follower_shard_lag_records",
+                    "leader: records of the shard a follower has not acknowledged", "records",
+                    MetricType::Gauge);
+  auto lag_bytes = family("rdmarepl_follower_shard_lag_bytes",
+                          "leader: bytes of the shard's sealed batches a follower has not "
+                          "acknowledged, over the retained window",
+                          "bytes", MetricType::Gauge);
+  for (size_t f = 0; f < followers; ++f)
+    for (size_t i = 0; i < shards; ++i) {
+      auto l = labels();
+      l.push_back({"follower", std::to_string(f)});
+      l.push_back({"shard", std::to_string(i)});
+      const size_t k = i * followers + f;
+      lag.metric.push_back(gauge(l, static_cast<double>(m.link_lag[k])));
+      if (k < m.link_lag_bytes.size())
+        lag_bytes.metric.push_back(gauge(std::move(l), static_cast<double>(m.link_lag_bytes[k])));
+    }
+  out.push_back(std::move(lag));
+  out.push_back(std::move(lag_bytes));
 }
 
 void ChannelCollector::add_histograms(const replication::MetricsSnapshot& m,

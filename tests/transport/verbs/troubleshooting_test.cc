@@ -1,5 +1,6 @@
 // The verbs errors docs/TROUBLESHOOTING.md quotes, produced for real on Soft-RoCE: a GID
-// index out of range, ibv_reg_mr refused by the locked-memory limit (ENOMEM), a write that
+// index out of range, ibv_reg_mr refused for a range past the end of the address space
+// (EINVAL) and by the locked-memory limit (ENOMEM), a write that
 // finds no receive (RNR retry exceeded) and a write to a queue pair that stopped answering
 // (retry exceeded). Each message is printed as "TROUBLESHOOTING: <message>";
 // tests/rxe/troubleshooting.sh checks the guide's lines against them. Hidden tag: the
@@ -9,7 +10,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <string>
 
 #include "pair.h"
 
@@ -76,6 +79,14 @@ TEST_CASE("troubleshooting: the verbs errors the guide quotes", "[.troubleshooti
     CHECK(write_and_fail(p, *t, src) == WcStatus::retry_exceeded);
     show(p.client->error().message());
   }
+  // A range that runs past the end of the address space: the kernel refuses to pin it
+  // (ib_umem_get's overflow check) with EINVAL, through the library's registration path.
+  void* const last_page = reinterpret_cast<void*>(~uintptr_t{0} & ~uintptr_t{4095});
+  auto wrapped = t->register_memory(last_page, 8192, Access::local_write);
+  REQUIRE_FALSE(wrapped.ok());
+  CHECK(wrapped.error().message().find("Invalid argument") != std::string::npos);
+  show(wrapped.error().message());
+
   REQUIRE(drop_ipc_lock());
   rlimit small{64 * 1024, 64 * 1024};
   REQUIRE(::setrlimit(RLIMIT_MEMLOCK, &small) == 0);

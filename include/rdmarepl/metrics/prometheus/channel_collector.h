@@ -57,6 +57,8 @@ class ChannelCollector final : public prometheus::Collectable {
                      std::vector<prometheus::MetricFamily>& out) const;
   void add_shards(const replication::MetricsSnapshot& m,
                   std::vector<prometheus::MetricFamily>& out) const;
+  void add_links(const replication::MetricsSnapshot& m,
+                 std::vector<prometheus::MetricFamily>& out) const;
   void add_histograms(const replication::MetricsSnapshot& m,
                       std::vector<prometheus::MetricFamily>& out) const;
   void add_knobs(const tuning::Knobs& k, std::vector<prometheus::MetricFamily>& out) const;
