@@ -145,6 +145,11 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
     c->conn->close();
     return;
   }
+  // Durable before the session starts: a restart never forgets an epoch it acted on.
+  if (!persist_leader_epoch(info.node_id, h->epoch, who)) {
+    c->conn->close();
+    return;
+  }
   const bool takeover = in_session_ && info.node_id != session_leader_;
   const std::string previous = shards_.front()->leader;
   const std::string moved = begin_session(c, told, h->session, who);

@@ -20,6 +20,7 @@
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/rdmarepl.h"
 #include "test_store.h"
+#include "wal/wal_test_util.h"
 
 using namespace rdmarepl;
 using namespace std::chrono_literals;
@@ -340,4 +341,32 @@ TEST_CASE("garbage before the handshake is refused and named, and the real leade
   write_acked(*leader, lstore, "after", 50);
   CHECK(fstore.digest() == lstore.digest());
   CHECK(follower->metrics().reconnects == 0);
+}
+
+TEST_CASE("a follower with a log remembers the highest leader epoch across a restart",
+          "[adversarial]") {
+  wal::test::TempDir dir;
+  MapStore fstore, bstore;
+  auto fo = base(Role::follower, "follower");
+  fo.listen = {"127.0.0.1", 0};
+  fo.wal_dir = dir.path();
+  {
+    auto follower = open(fo, fstore);
+    auto b = leader_of(*follower, "leader-b", 2, bstore);
+    write_acked(*b, bstore, "b", 20);
+  }
+  // Restarted (on another port): the deposed leader-a, epoch 1, comes back first.
+  LogCapture logs;
+  MapStore restarted;
+  auto follower = open(fo, restarted);
+  REQUIRE(restarted.digest() == bstore.digest());  // recovered from its log
+  MapStore astore;
+  auto a = leader_of(*follower, "leader-a", 1, astore);
+  for (int i = 0; i < 30; ++i) (void)a->replicate("b" + std::to_string(i), "PWNED");
+  a->flush();
+  REQUIRE(eventually([&] { return follower->metrics().leaders_refused >= 2; }));
+  CHECK(
+      logs.contains("refused leader leader-a",
+                    "below epoch 2 of leader leader-b (accepted before this follower restarted)"));
+  CHECK(restarted.digest() == bstore.digest());
 }
