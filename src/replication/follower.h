@@ -161,6 +161,9 @@ class Follower final : public CoreBase {
   void accept_loop() noexcept;
   void accept_worker(bool first) noexcept;
   [[nodiscard]] transport::ConnectionOptions accept_options();
+  // ConnectionOptions::check_peer: refuses, with the reason, a leader whose carrier 0
+  // leader_refusal() would refuse; counts it in leaders_refused.
+  Status check_leader(std::string_view node, std::string_view address, std::string_view app_data);
   // Why leader `node` (`who` in messages) with `epoch` may not start a session now; empty
   // when it may. Caller holds carriers_mu_.
   [[nodiscard]] std::string leader_refusal(const std::string& node, uint64_t epoch,

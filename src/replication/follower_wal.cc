@@ -44,8 +44,7 @@ Status Follower::load_leader_epoch() {
   if (!loaded->has_value()) return ok_status();
   stored_leader_ = std::move(**loaded);
   highest_epoch_ = stored_leader_.epoch;
-  highest_leader_ =
-      fmt::format("{} (accepted before this follower restarted)", stored_leader_.node_id);
+  highest_leader_ = fmt::format("{} (before this follower restarted)", stored_leader_.node_id);
   log::info("rdmarepl follower: leaders with an epoch below {} are refused (leader {} had it; {})",
             highest_epoch_, stored_leader_.node_id, kLeaderEpochFile);
   return ok_status();

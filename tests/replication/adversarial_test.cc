@@ -275,6 +275,8 @@ TEST_CASE("a second leader with the key is refused unless its epoch is higher", 
           eventually([&] { return follower->metrics().leaders_refused >= refused_before + 2; }));
       CHECK(logs.contains("refused leader leader-x", "leader-a"));
       CHECK(logs.contains("refused leader leader-x", epoch == 1 ? "holds the shards" : "below"));
+      // The refused leader is told why in its handshake (a Reject), and logs it.
+      CHECK(logs.contains("rdmarepl leader:", "the peer refused us: refused leader leader-x"));
       write_acked(*real, real_store, "more" + std::to_string(epoch), 50);
       CHECK(fstore.digest() == real_store.digest());
       CHECK(follower->metrics().reconnects == 0);  // the real session was never replaced
@@ -365,8 +367,7 @@ TEST_CASE("a follower with a log remembers the highest leader epoch across a res
   for (int i = 0; i < 30; ++i) (void)a->replicate("b" + std::to_string(i), "PWNED");
   a->flush();
   REQUIRE(eventually([&] { return follower->metrics().leaders_refused >= 2; }));
-  CHECK(
-      logs.contains("refused leader leader-a",
-                    "below epoch 2 of leader leader-b (accepted before this follower restarted)"));
+  CHECK(logs.contains("refused leader leader-a",
+                      "below epoch 2 of leader leader-b (before this follower restarted)"));
   CHECK(restarted.digest() == bstore.digest());
 }
