@@ -27,6 +27,10 @@ Status ReadServerOptions::validate() const {
                              max_response_bytes, kMinResponseBytes));
   if (max_connections == 0)
     return Error(Errc::invalid_argument, "ReadServerOptions::max_connections is 0; use 1 or more");
+  if (connect_timeout.count() <= 0)
+    return Error(Errc::invalid_argument,
+                 fmt::format("ReadServerOptions::connect_timeout is {} ms; use 1 ms or more",
+                             connect_timeout.count()));
   return ok_status();
 }
 

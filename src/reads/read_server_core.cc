@@ -52,6 +52,8 @@ class ServerImpl final : public ReadServerCore {
     s.keys = keys_.load(std::memory_order_relaxed);
     s.bad_requests = bad_.load(std::memory_order_relaxed);
     s.behind = behind_.load(std::memory_order_relaxed);
+    s.handshake_timeouts = handshake_timeouts_.load(std::memory_order_relaxed);
+    s.handshakes_refused = handshakes_refused_.load(std::memory_order_relaxed);
     return s;
   }
   void close() noexcept override {
@@ -68,6 +70,9 @@ class ServerImpl final : public ReadServerCore {
     co.app_data = hello_;
     co.send_queue_depth = options_.queue_depth + 2;
     co.recv_queue_depth = options_.queue_depth + 2;
+    co.connect_timeout = options_.connect_timeout;
+    co.counters.timeouts = &handshake_timeouts_;
+    co.counters.refused = &handshakes_refused_;
     while (!stop_.load(std::memory_order_relaxed)) {
       auto conn = listener_->accept(co, kAcceptSlice);
       if (!conn.ok()) {
@@ -171,6 +176,8 @@ class ServerImpl final : public ReadServerCore {
   std::atomic<uint64_t> keys_{0};
   std::atomic<uint64_t> bad_{0};
   std::atomic<uint64_t> behind_{0};
+  std::atomic<uint64_t> handshake_timeouts_{0};
+  std::atomic<uint64_t> handshakes_refused_{0};
   std::thread acceptor_;
   std::thread server_;
 };

@@ -48,6 +48,7 @@ Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& opti
     self->shards_.push_back(std::move(s));
   }
   RDMAREPL_TRY(self->open_wal());
+  RDMAREPL_TRY(self->load_leader_epoch());
   auto listener = self->transport_->listen(options.listen);
   if (!listener.ok())
     return Error(listener.error().code(),

@@ -16,6 +16,7 @@
 #include "core_base.h"
 #include "durability.h"
 #include "hello.h"
+#include "leader_epoch_file.h"
 #include "registered_buffer.h"
 #include "write_mac.h"
 
@@ -165,6 +166,9 @@ class Follower final : public CoreBase {
   void accept_loop() noexcept;
   void accept_worker(bool first) noexcept;
   [[nodiscard]] transport::ConnectionOptions accept_options();
+  // ConnectionOptions::check_peer: refuses, with the reason, a leader whose carrier 0
+  // leader_refusal() would refuse; counts it in leaders_refused.
+  Status check_leader(std::string_view node, std::string_view address, std::string_view app_data);
   // Why leader `node` (`who` in messages) with `epoch` may not start a session now; empty
   // when it may. Caller holds carriers_mu_.
   [[nodiscard]] std::string leader_refusal(const std::string& node, uint64_t epoch,
@@ -208,6 +212,13 @@ class Follower final : public CoreBase {
   bool wal_append(Shard& s, const BatchView& v, std::span<const std::byte> bytes) noexcept;
   // The seq this shard may acknowledge now.
   uint64_t wal_ack_seq(Shard& s) noexcept;
+  // The highest leader epoch accepted before a restart, from the log directory's leader
+  // epoch file (leader_epoch_file.h); at create().
+  Status load_leader_epoch();
+  // Makes leader `node` with `epoch` (accepted next) the highest one on disk before its
+  // session starts; false (logged, naming `who`) when the file could not be written.
+  bool persist_leader_epoch(const std::string& node, uint64_t epoch,
+                            const std::string& who) noexcept;
 
  public:
   [[nodiscard]] Wal* wal() const noexcept { return wal_.get(); }
@@ -231,6 +242,7 @@ class Follower final : public CoreBase {
   // The highest leader epoch this follower accepted, and from whom (for messages).
   uint64_t highest_epoch_ = 0;
   std::string highest_leader_;
+  AcceptedLeader stored_leader_;  // what the leader epoch file holds (with a log)
   // Serialises install() and install_shipped() across the handshake threads.
   std::mutex install_mu_;
   // Set by a checkpoint install: the session ends once the reply to it was posted, and no

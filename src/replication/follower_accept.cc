@@ -45,7 +45,25 @@ transport::ConnectionOptions Follower::accept_options() {
   co.max_handshakes = options_.max_handshakes;
   co.counters.timeouts = &metrics_.handshake_timeouts;
   co.counters.refused = &metrics_.handshakes_refused;
+  // A leader this follower would refuse is told why in the handshake (a Reject in place of
+  // Done); install() checks again, as a session may start in between.
+  co.check_peer = [this](std::string_view node, std::string_view address,
+                         std::string_view app_data) {
+    return check_leader(node, address, app_data);
+  };
   return co;
+}
+
+Status Follower::check_leader(std::string_view node, std::string_view address,
+                              std::string_view app_data) {
+  const std::string who = fmt::format("{} ({})", node, address);
+  auto h = parse_leader_hello(app_data, who);
+  if (!h.ok() || h->carrier != 0) return ok_status();  // install() names what is wrong
+  std::lock_guard lock(carriers_mu_);
+  const std::string refused = leader_refusal(std::string(node), h->epoch, who);
+  if (refused.empty()) return ok_status();
+  ChannelMetrics::add(metrics_.leaders_refused);
+  return Error(Errc::connection_refused, fmt::format("refused leader {}: {}", who, refused));
 }
 
 void Follower::accept_worker(bool first) noexcept {
@@ -163,6 +181,11 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
   if (!refused.empty()) {
     ChannelMetrics::add(metrics_.leaders_refused);
     log::warn("rdmarepl follower {}: refused leader {}: {}", endpoint_.to_string(), who, refused);
+    c->conn->close();
+    return;
+  }
+  // Durable before the session starts: a restart never forgets an epoch it acted on.
+  if (!persist_leader_epoch(info.node_id, h->epoch, who)) {
     c->conn->close();
     return;
   }

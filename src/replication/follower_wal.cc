@@ -1,9 +1,12 @@
 // Follower and the write-ahead log: recovery at create() (store and applied seqs), logging
 // each verified batch before it is applied, and acknowledging only what the log has synced
 // (Durability::batch). See docs/replication.md, "Durability".
+#include <fmt/format.h>
+
 #include <thread>
 
 #include "follower.h"
+#include "rdmarepl/core/log.h"
 
 namespace rdmarepl::replication::detail {
 
@@ -32,6 +35,37 @@ Status Follower::open_wal() {
     if (wal_->gates()) s.pending.resize(size_t{options_.queue_depth} + 8);
   }
   return ok_status();
+}
+
+Status Follower::load_leader_epoch() {
+  if (options_.wal_dir.empty()) return ok_status();
+  auto loaded = load_accepted_leader(options_.wal_dir);
+  if (!loaded.ok()) return std::move(loaded).error();
+  if (!loaded->has_value()) return ok_status();
+  stored_leader_ = std::move(**loaded);
+  highest_epoch_ = stored_leader_.epoch;
+  highest_leader_ = fmt::format("{} (before this follower restarted)", stored_leader_.node_id);
+  log::info("rdmarepl follower: leaders with an epoch below {} are refused (leader {} had it; {})",
+            highest_epoch_, stored_leader_.node_id, kLeaderEpochFile);
+  return ok_status();
+}
+
+bool Follower::persist_leader_epoch(const std::string& node, uint64_t epoch,
+                                    const std::string& who) noexcept {
+  if (options_.wal_dir.empty() || epoch < stored_leader_.epoch ||
+      (epoch == stored_leader_.epoch && node == stored_leader_.node_id))
+    return true;
+  AcceptedLeader next{epoch, node};
+  const Status st = store_accepted_leader(options_.wal_dir, next);
+  if (!st.ok()) {
+    log::error(
+        "rdmarepl follower {}: refused leader {}: its epoch {} could not be kept across "
+        "restarts: {}",
+        endpoint_.to_string(), who, epoch, st.error().message());
+    return false;
+  }
+  stored_leader_ = std::move(next);
+  return true;
 }
 
 void Follower::start_wal() {

@@ -18,6 +18,7 @@ list(APPEND RDMAREPL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/leader_connect.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_group.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_knobs.cc
+  ${CMAKE_CURRENT_LIST_DIR}/leader_epoch_file.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_link.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_regions.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_ship.cc

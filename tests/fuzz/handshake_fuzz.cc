@@ -35,7 +35,8 @@ void leader(std::string_view bytes) {
   check(again.ok());
   check(again->carrier == h->carrier && again->session == h->session &&
         again->shard_count == h->shard_count && again->queue_depth == h->queue_depth &&
-        again->ring_bytes == h->ring_bytes && again->large_bytes == h->large_bytes);
+        again->ring_bytes == h->ring_bytes && again->large_bytes == h->large_bytes &&
+        again->epoch == h->epoch);
 }
 
 void follower(std::string_view bytes) {

@@ -165,10 +165,12 @@ int main(int argc, char** argv) {
   const fs::path h = root / "handshake";
   namespace rd = replication::detail;
   const std::string leader = rd::encode(rd::LeaderHello{.carrier = 1,
+                                                        .session = 7,
                                                         .shard_count = 4,
                                                         .queue_depth = 64,
                                                         .ring_bytes = 1 << 20,
-                                                        .large_bytes = 1 << 24});
+                                                        .large_bytes = 1 << 24,
+                                                        .epoch = 2});
   const std::string follower = rd::encode(rd::FollowerHello{.shard_count = 3,
                                                             .queue_depth = 62,
                                                             .ring_bytes = 1 << 20,

@@ -20,6 +20,10 @@ rdmarepl_fuzz_target(NAME checkpoint_chunk LAYERS core
   SOURCES src/replication/checkpoint_ship.cc)
 rdmarepl_fuzz_target(NAME read_request LAYERS core
   SOURCES src/reads/read_format.cc)
+# The tag check of every authenticated replication write (batches, checkpoint chunks,
+# acknowledgements and checkpoint replies); LIBS: libraries linked as they are.
+rdmarepl_fuzz_target(NAME write_mac LAYERS core
+  SOURCES src/replication/write_mac.cc LIBS PkgConfig::SODIUM)
 
 # Writes the seeds of replication_batch, handshake and checkpoint_chunk with the real encoders (not a fuzz
 # target): cmake --build <fuzz build> --target make_seeds && <fuzz build>/make_seeds

@@ -1,5 +1,10 @@
 // Remote reads against bad clients and under load: malformed, truncated and oversized
 // requests, and a read flood that must not hold replication back.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -197,4 +202,39 @@ TEST_CASE("reads: a read flood does not hold replication back", "[reads][robustn
   // throughput here; nothing of the read path takes a lock the follower needs, and every
   // sampled write was applied when its acknowledgement came (checked above).
   CHECK(ratio > 0.10);
+}
+
+TEST_CASE("reads: silent and garbage handshakes are closed, logged and counted",
+          "[reads][robustness]") {
+  ReadServerOptions so;
+  so.connect_timeout = 300ms;
+  ReadCluster c(1, so);
+  c.write("a", "A");
+  REQUIRE(c.leader->wait_all_acked(10s).ok());
+  test::LogCapture logs;
+  const uint16_t port = c.servers[0]->local_endpoint().port;
+  auto connect_raw = [&] {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    ::inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0);
+    return fd;
+  };
+  const int silent = connect_raw();
+  const int garbage = connect_raw();
+  const char junk[] = "GET / HTTP/1.1\r\nHost: replica\r\n\r\n";
+  REQUIRE(::send(garbage, junk, sizeof junk - 1, MSG_NOSIGNAL) > 0);
+  CHECK(test::eventually([&] { return c.servers[0]->stats().handshake_timeouts == 1; }));
+  CHECK(test::eventually([&] { return c.servers[0]->stats().handshakes_refused == 1; }));
+  CHECK(logs.contains("handshake with 127.0.0.1:", "timed out"));
+  CHECK(logs.contains("reads: refused a client", "not an rdmarepl peer"));
+  ::close(silent);
+  ::close(garbage);
+  // A real client is served throughout.
+  auto r = c.client()->get("a");
+  REQUIRE(r.ok());
+  CHECK(r->value == "A");
+  CHECK(c.servers[0]->stats().handshakes_refused == 1);
 }

@@ -20,6 +20,7 @@
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/rdmarepl.h"
 #include "test_store.h"
+#include "wal/wal_test_util.h"
 
 using namespace rdmarepl;
 using namespace std::chrono_literals;
@@ -117,6 +118,34 @@ bool closed_by_peer(int fd, Duration limit) {
   char c = 0;
   const ssize_t n = ::recv(fd, &c, 1, 0);
   return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+// Whether the follower closed `fd` within `limit`, whatever it sent before (a Reject).
+bool closed_after_reading(int fd, Duration limit) {
+  const Deadline d = Deadline::after(limit);
+  timeval tv{};
+  tv.tv_usec = 50'000;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  while (!d.expired()) {
+    char buf[1024];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return true;
+  }
+  return false;
+}
+
+// `n` bytes that are no handshake message (a fixed xorshift stream).
+std::vector<uint8_t> random_bytes(size_t n) {
+  std::vector<uint8_t> out(n);
+  uint32_t x = 0x2545F491u;
+  for (auto& b : out) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    b = static_cast<uint8_t>(x);
+  }
+  out[0] = 0xEE;  // an unknown message type
+  return out;
 }
 
 // Writes `n` records "<prefix><i>" (also into `expected`, the leader's store) and waits until
@@ -246,6 +275,8 @@ TEST_CASE("a second leader with the key is refused unless its epoch is higher", 
           eventually([&] { return follower->metrics().leaders_refused >= refused_before + 2; }));
       CHECK(logs.contains("refused leader leader-x", "leader-a"));
       CHECK(logs.contains("refused leader leader-x", epoch == 1 ? "holds the shards" : "below"));
+      // The refused leader is told why in its handshake (a Reject), and logs it.
+      CHECK(logs.contains("rdmarepl leader:", "the peer refused us: refused leader leader-x"));
       write_acked(*real, real_store, "more" + std::to_string(epoch), 50);
       CHECK(fstore.digest() == real_store.digest());
       CHECK(follower->metrics().reconnects == 0);  // the real session was never replaced
@@ -266,4 +297,77 @@ TEST_CASE("a second leader with the key is refused unless its epoch is higher", 
     std::lock_guard lock(fstore.mu);
     CHECK(fstore.data.count("late") == 0);
   }
+}
+
+TEST_CASE("garbage before the handshake is refused and named, and the real leader is not disturbed",
+          "[adversarial]") {
+  LogCapture logs;
+  MapStore fstore;
+  auto fo = base(Role::follower, "follower");
+  fo.listen = {"127.0.0.1", 0};
+  auto follower = open(fo, fstore);
+  const uint16_t port = follower->local_endpoint().port;
+  MapStore lstore;
+  auto leader = leader_of(*follower, "leader", 0, lstore);
+  write_acked(*leader, lstore, "before", 50);
+
+  struct Garbage {
+    const char* source;          // a loopback address of its own (failures back off)
+    std::vector<uint8_t> bytes;  // sent right after the connect
+    const char* logged;          // what the follower's log must say about it
+  };
+  // An Open header claiming a body of 2 GiB; an Open header of 40 bytes with 10 of them, then
+  // the end of the stream.
+  const std::vector<uint8_t> oversized{1, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff};
+  std::vector<uint8_t> truncated{1, 0, 0, 0, 0, 0, 0, 40};
+  truncated.resize(8 + 10, 0x52);
+  const std::vector<Garbage> cases{
+      {"127.0.0.3", random_bytes(512), "this is not an rdmarepl peer"},
+      {"127.0.0.4", oversized, "exceeds its limit"},
+      {"127.0.0.5", truncated, "closed the connection after 10 of 40 expected bytes"},
+  };
+  for (const auto& g : cases) {
+    INFO(g.logged);
+    const int fd = idle_socket(g.source, port);
+    REQUIRE(fd >= 0);
+    REQUIRE(::send(fd, g.bytes.data(), g.bytes.size(), MSG_NOSIGNAL) ==
+            static_cast<ssize_t>(g.bytes.size()));
+    if (&g == &cases.back()) ::shutdown(fd, SHUT_WR);
+    CHECK(closed_after_reading(fd, 3s));
+    ::close(fd);
+    CHECK(eventually([&] { return logs.contains("refused a connection", g.logged); }, 3s));
+    CHECK(logs.contains(g.logged, g.source));
+  }
+  CHECK(follower->metrics().handshakes_refused >= cases.size());
+  // The follower kept serving its leader: nothing was dropped or applied.
+  write_acked(*leader, lstore, "after", 50);
+  CHECK(fstore.digest() == lstore.digest());
+  CHECK(follower->metrics().reconnects == 0);
+}
+
+TEST_CASE("a follower with a log remembers the highest leader epoch across a restart",
+          "[adversarial]") {
+  wal::test::TempDir dir;
+  MapStore fstore, bstore;
+  auto fo = base(Role::follower, "follower");
+  fo.listen = {"127.0.0.1", 0};
+  fo.wal_dir = dir.path();
+  {
+    auto follower = open(fo, fstore);
+    auto b = leader_of(*follower, "leader-b", 2, bstore);
+    write_acked(*b, bstore, "b", 20);
+  }
+  // Restarted (on another port): the deposed leader-a, epoch 1, comes back first.
+  LogCapture logs;
+  MapStore restarted;
+  auto follower = open(fo, restarted);
+  REQUIRE(restarted.digest() == bstore.digest());  // recovered from its log
+  MapStore astore;
+  auto a = leader_of(*follower, "leader-a", 1, astore);
+  for (int i = 0; i < 30; ++i) (void)a->replicate("b" + std::to_string(i), "PWNED");
+  a->flush();
+  REQUIRE(eventually([&] { return follower->metrics().leaders_refused >= 2; }));
+  CHECK(logs.contains("refused leader leader-a",
+                      "below epoch 2 of leader leader-b (before this follower restarted)"));
+  CHECK(restarted.digest() == bstore.digest());
 }

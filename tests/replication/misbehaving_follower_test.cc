@@ -118,7 +118,8 @@ std::unique_ptr<ReplicationChannel<test::MapStore>> open(
 
 }  // namespace
 
-TEST_CASE("an acknowledgement of records never sent on the connection drops it", "[replication]") {
+TEST_CASE("an acknowledgement of records never sent on the connection drops it",
+          "[replication][adversarial]") {
   auto fabric = std::make_shared<LoopbackFabric>();
   ChannelOptions o = leader_options({32100});
   o.max_value_bytes = 4096;
@@ -156,7 +157,7 @@ TEST_CASE("an acknowledgement of records never sent on the connection drops it",
 }
 
 TEST_CASE("a follower that fails right after each handshake is retried ever more slowly",
-          "[replication]") {
+          "[replication][adversarial]") {
   auto fabric = std::make_shared<LoopbackFabric>();
   ChannelOptions o = leader_options({32101});
   o.max_value_bytes = 4096;
@@ -183,7 +184,7 @@ TEST_CASE("a follower that fails right after each handshake is retried ever more
 }
 
 TEST_CASE("a connected follower that never acknowledges does not stall the leader's writes",
-          "[replication]") {
+          "[replication][adversarial]") {
   auto fabric = std::make_shared<LoopbackFabric>();
   ChannelOptions o = leader_options({32102, 32103});  // healthy, then one that never acknowledges
   o.max_value_bytes = 1024;

@@ -5,8 +5,11 @@
 // attacker could: it changes a value byte, drops the batch's last record, or sends an
 // earlier batch again; each time it makes the batch and the frames well formed again (batch
 // CRC32C, lengths, frame sequence numbers), so that only a MAC can tell; or it changes the
-// seq an acknowledgement of the follower names. Later connections
-// are relayed unchanged, so the leader can catch the follower up.
+// seq an acknowledgement of the follower names; or it sends the follower garbage after a
+// batch (random bytes, a write frame larger than any region, or half a frame and then the
+// end of the stream). Later connections are relayed unchanged, so the leader can catch the
+// follower up. The one exception is change_chunk: it changes a byte of the first
+// checkpoint chunk that passes, on whichever connection (fixing up the chunk's CRCs).
 #pragma once
 
 #include <arpa/inet.h>
@@ -29,7 +32,18 @@ namespace rdmarepl::test {
 class TamperProxy {
  public:
   // change_ack: the follower's `victim`-th acknowledgement names one record more.
-  enum class Attack : uint8_t { change_value, drop_last_record, replay, change_ack };
+  // garbage_bytes, oversized_frame, truncated_frame: sent to the follower right after the
+  // victim batch (docs/wire_format.md, "TCP transport frames").
+  enum class Attack : uint8_t {
+    change_value,
+    drop_last_record,
+    replay,
+    change_ack,
+    change_chunk,
+    garbage_bytes,
+    oversized_frame,
+    truncated_frame,
+  };
   // The attack hits the `victim`-th batch frame (0-based) of the first connection; a replay
   // sends the first batch again right after it.
   TamperProxy(uint16_t follower_port, Attack attack, int victim)
@@ -190,10 +204,13 @@ class TamperProxy {
       const bool batch =
           u[2] == 1 && u.size() >= 32 + 32 && load_be32(u.data() + 32) == kBatchMagic;
       if (batch && p.batches == 0) p.first_batch = u;
-      if (batch && p.attack && attack_ != Attack::change_ack && !attacked_ &&
-          p.batches++ >= victim_ && suits(u)) {
-        if (!attack(p, u)) return false;
+      if (attack_ == Attack::change_chunk && !attacked_ && is_first_chunk(u)) {
+        change_chunk(u);
         attacked_ = true;
+      }
+      if (batch && p.attack && batch_attack() && !attacked_ && p.batches++ >= victim_ && suits(u)) {
+        attacked_ = true;
+        if (!attack(p, u)) return false;  // a truncated frame ends the stream
         continue;
       }
       if (!send_all(p.follower, u.data(), u.size())) return false;
@@ -236,12 +253,73 @@ class TamperProxy {
         store_be64(again.data() + 24, load_be64(frame.data() + 24) + 1);
         return send_all(p.follower, again.data(), again.size());
       }
+      case Attack::garbage_bytes:
+      case Attack::oversized_frame:
+      case Attack::truncated_frame:
+        return send_all(p.follower, frame.data(), frame.size()) && send_garbage(p, frame);
       case Attack::change_ack:
+      case Attack::change_chunk:
         break;
     }
     return false;
   }
 
+  // After `frame` (a write the follower accepted), bytes that are no valid next frame. A
+  // truncated frame ends the stream (false closes the pair).
+  bool send_garbage(Pair& p, const std::vector<uint8_t>& frame) const {
+    std::vector<uint8_t> g(32);
+    switch (attack_) {
+      case Attack::garbage_bytes: {
+        uint32_t x = 0x9E3779B9u;  // xorshift32: the same bytes every run
+        g.resize(512);
+        for (auto& b : g) {
+          x ^= x << 13;
+          x ^= x >> 17;
+          x ^= x << 5;
+          b = static_cast<uint8_t>(x);
+        }
+        g[0] = 0xA5;  // never the frame magic "TF"
+        break;
+      }
+      case Attack::oversized_frame:
+        // The next write of the stream, to the region the victim batch went to, claiming
+        // 1 GiB: no region is that large (checked before a payload byte is read).
+        std::memcpy(g.data(), frame.data(), 32);
+        store_be32(g.data() + 4, 1u << 30);
+        store_be64(g.data() + 24, load_be64(frame.data() + 24) + 1);
+        break;
+      case Attack::truncated_frame:
+        // A well-formed header of the next write, then half of the victim's payload.
+        std::memcpy(g.data(), frame.data(), 32);
+        store_be64(g.data() + 24, load_be64(frame.data() + 24) + 1);
+        g.insert(g.end(), frame.begin() + 32, frame.begin() + 32 + (frame.size() - 32) / 2);
+        (void)send_all(p.follower, g.data(), g.size());
+        return false;
+      default:
+        return false;
+    }
+    return send_all(p.follower, g.data(), g.size());
+  }
+
+  // The first chunk of a checkpoint (docs/wire_format.md, "Checkpoint shipping"): a write
+  // whose payload starts with a chunk header of offset 0, with at least 64 payload bytes.
+  static bool is_first_chunk(const std::vector<uint8_t>& u) {
+    return u[2] == 1 && u.size() >= 32 + 48 + 64 && load_be32(u.data() + 32) == kChunkMagic &&
+           load_be64(u.data() + 32 + 24) == 0 && load_be32(u.data() + 32 + 32) >= 64;
+  }
+  // Changes one snapshot byte of a first chunk and recomputes its payload and header CRCs,
+  // so that only its tag can tell.
+  static void change_chunk(std::vector<uint8_t>& u) {
+    uint8_t* h = u.data() + 32;
+    const uint32_t length = load_be32(h + 32);
+    h[48 + length - 1] ^= 0x5A;
+    store_be32(h + 36, crc32c::mask(crc32c::extend(0, h + 48, length)));
+    store_be32(h + 40, crc32c::mask(crc32c::extend(0, h, 40)));
+  }
+
+  [[nodiscard]] bool batch_attack() const {
+    return attack_ != Attack::change_ack && attack_ != Attack::change_chunk;
+  }
   // Dropping a record needs a batch of two or more.
   bool suits(const std::vector<uint8_t>& frame) const {
     return attack_ != Attack::drop_last_record || load_be32(frame.data() + 32 + 8) >= 2;
@@ -255,6 +333,7 @@ class TamperProxy {
   }
 
   static constexpr uint32_t kBatchMagic = 0x52504C42;  // "RPLB"
+  static constexpr uint32_t kChunkMagic = 0x52435343;  // "RCSC"
   uint16_t follower_port_;
   Attack attack_;
   int victim_;

@@ -95,7 +95,9 @@ Outcome run_attack(TamperProxy::Attack attack, std::string_view key) {
   // Without a key the forged value stays: the follower holds every key, one value altered.
   out.converged = eventually([&] {
     std::lock_guard lock(follower_store.mu);
-    return key.empty() ? follower_store.data.size() == want.size() : follower_store.data == want;
+    return key.empty() && attack == TamperProxy::Attack::change_value
+               ? follower_store.data.size() == want.size()
+               : follower_store.data == want;
   });
   out.forged_applied = follower_store.forged.load();
   out.auth_failures = (*follower)->metrics().auth_failures;
@@ -148,4 +150,29 @@ TEST_CASE("with a key an altered acknowledgement is refused by the leader", "[ad
   CHECK(o.auth_failures == 0);
   CHECK(o.converged);
   CHECK(logs.contains("authentication failed: the MAC of a reply", "follower"));
+}
+
+// Garbage after the handshake: frames no leader sends. The follower names the bad frame,
+// drops that connection and serves the leader's next one, with or without a key.
+TEST_CASE("garbage frames after the handshake are named, dropped, and the leader converges",
+          "[adversarial]") {
+  struct Garbage {
+    TamperProxy::Attack attack;
+    const char* logged;
+  };
+  const Garbage cases[] = {
+      {TamperProxy::Attack::garbage_bytes, "sent bytes that are not a valid frame header"},
+      {TamperProxy::Attack::oversized_frame, "does not lie wholly inside the region"},
+      {TamperProxy::Attack::truncated_frame, "a truncated frame"},
+  };
+  for (const char* key : {"", "shared secret"}) {
+    for (const auto& g : cases) {
+      INFO("key '" << key << "', expected in the log: " << g.logged);
+      LogCapture logs;
+      const Outcome o = run_attack(g.attack, key);
+      CHECK(o.converged);
+      CHECK(o.auth_failures == 0);  // the transport refused it before any tag was checked
+      CHECK(logs.contains("dropping the connections from leader leader", g.logged));
+    }
+  }
 }

@@ -25,6 +25,9 @@ struct ReadServerOptions {
   uint32_t max_connections = 64;
   // Cap on how long an at_least read may wait for the replica to catch up.
   std::chrono::milliseconds max_wait{2000};
+  // How long a connecting client has for its handshake, from its accept (a silent or slow
+  // one is then closed and counted in ReadServerStats::handshake_timeouts).
+  std::chrono::milliseconds connect_timeout{5000};
 
   [[nodiscard]] Status validate() const;
 };

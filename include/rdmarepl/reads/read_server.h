@@ -39,6 +39,12 @@ struct ReadServerStats {
   uint64_t keys = 0;         // looked up
   uint64_t bad_requests = 0;
   uint64_t behind = 0;  // at_least requests answered "behind"
+  // Connections closed before or in their handshake (docs/transport.md, "Handshake
+  // admission"): timed out (the peer said nothing, or too little, within connect_timeout),
+  // and refused (closed at once by the admission limits or a backing-off address, or whose
+  // handshake failed).
+  uint64_t handshake_timeouts = 0;
+  uint64_t handshakes_refused = 0;
 };
 
 class ReadServerCore {

@@ -8,9 +8,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rdmarepl/core/result.h"
@@ -37,6 +39,13 @@ struct HandshakeCounters {
   std::atomic<uint64_t>* refused = nullptr;   // closed at once, or whose handshake failed
 };
 
+// Listener side: whether to accept a peer whose Hello arrived (authenticated when keyed):
+// its node id, its address ("host:port") and its app_data. An error refuses the peer before
+// the handshake completes; the peer is told its message (a Reject, docs/wire_format.md,
+// "Bootstrap handshake") and accept() fails with it. Called on a handshake thread.
+using PeerCheck = std::function<Status(std::string_view node_id, std::string_view address,
+                                       std::string_view app_data)>;
+
 // Parameters of a connection, given by both sides before the handshake.
 struct ConnectionOptions {
   std::string node_id;                // our identity, sent to the peer
@@ -57,6 +66,7 @@ struct ConnectionOptions {
   // after failed handshakes, are closed at once. Each has connect_timeout from its accept.
   uint32_t max_handshakes = 64;
   HandshakeCounters counters;  // listener side
+  PeerCheck check_peer;        // listener side; empty: every authenticated peer is accepted
 };
 
 // What we learnt about the peer in the handshake.

@@ -58,8 +58,14 @@ std::string_view to_string(Msg m) {
 
 class Session {
  public:
-  Session(BytePipe& pipe, Role role, std::string_view key, Deadline deadline)
-      : pipe_(pipe), role_(role), key_(key), deadline_(deadline), peer_(pipe.peer()) {}
+  Session(BytePipe& pipe, Role role, std::string_view key, Deadline deadline,
+          const PeerCheck* check)
+      : pipe_(pipe),
+        role_(role),
+        key_(key),
+        deadline_(deadline),
+        peer_(pipe.peer()),
+        check_(check) {}
 
   Result<Hello> run(const Hello& mine, SessionKeys* keys) {
     auto result = role_ == Role::initiator ? run_initiator(mine) : run_responder(mine);
@@ -95,6 +101,11 @@ class Session {
     if (!body) return std::move(body).error();
     auto theirs = check_hello(*body, mine.kind);
     if (!theirs) return refuse(std::move(theirs).error());
+    // The layer above may still refuse this peer; it is told why instead of Done.
+    if (check_ != nullptr && *check_) {
+      Status st = (*check_)(theirs->node_id, peer_, theirs->app_data);
+      if (!st.ok()) return refuse(st.error());
+    }
     RDMAREPL_TRY(send(Msg::done, {}, {}));
     return theirs;
   }
@@ -321,6 +332,7 @@ class Session {
   std::string_view key_;
   Deadline deadline_;
   std::string peer_;
+  const PeerCheck* check_;
   std::string peer_node_;
   std::vector<uint8_t> transcript_;
 };
@@ -328,7 +340,8 @@ class Session {
 }  // namespace
 
 Result<Hello> exchange(BytePipe& pipe, const Hello& mine, Role role,
-                       std::string_view pre_shared_key, Deadline deadline, SessionKeys* keys) {
+                       std::string_view pre_shared_key, Deadline deadline, SessionKeys* keys,
+                       const PeerCheck* check) {
   if (sodium_init() < 0) {
     return Error(Errc::unsupported,
                  "libsodium failed to initialise (no entropy source?); check /dev/urandom");
@@ -338,17 +351,17 @@ Result<Hello> exchange(BytePipe& pipe, const Hello& mine, Role role,
                  fmt::format("Hello.version is {}, this build speaks {}; leave it at the default",
                              mine.version, kProtocolVersion));
   }
-  Session session(pipe, role, pre_shared_key, deadline);
+  Session session(pipe, role, pre_shared_key, deadline, check);
   return session.run(mine, keys);
 }
 
 Result<Hello> exchange(int fd, const Hello& mine, Role role, std::string_view pre_shared_key,
-                       Deadline deadline, SessionKeys* keys) {
+                       Deadline deadline, SessionKeys* keys, const PeerCheck* check) {
   int flags = ::fcntl(fd, F_GETFL);
   if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0)
     return errno_error(errno, "fcntl(O_NONBLOCK) on the bootstrap socket");
   SocketPipe pipe(fd);
-  return exchange(pipe, mine, role, pre_shared_key, deadline, keys);
+  return exchange(pipe, mine, role, pre_shared_key, deadline, keys, check);
 }
 
 }  // namespace rdmarepl::transport::bootstrap

@@ -17,6 +17,7 @@
 
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/result.h"
+#include "rdmarepl/transport/transport.h"
 #include "transport/bootstrap/hello.h"
 #include "transport/bootstrap/pipe.h"
 
@@ -39,14 +40,17 @@ enum class Role : uint8_t { initiator, responder };
 // Errc::connection_closed. When the other side is still listening, it is told why it was
 // refused (a Reject message) before we give up. The socket is left open; the caller owns it.
 // `keys` (optional) receives the session keys (set only with a pre-shared key).
+// `check` (responder only, optional): consulted with the initiator's Hello before Done; an
+// error refuses the initiator with a Reject carrying its message.
 Result<Hello> exchange(int fd, const Hello& mine, Role role, std::string_view pre_shared_key,
-                       Deadline deadline, SessionKeys* keys = nullptr);
+                       Deadline deadline, SessionKeys* keys = nullptr,
+                       const PeerCheck* check = nullptr);
 
 // The same handshake over any byte pipe (the bytes are identical; the socket form above wraps
 // the descriptor in a SocketPipe). Each handshake message is one pipe.send() call; a refused
 // peer's Reject is sent with a 500 ms grace deadline. Errors name pipe.peer().
 Result<Hello> exchange(BytePipe& pipe, const Hello& mine, Role role,
                        std::string_view pre_shared_key, Deadline deadline,
-                       SessionKeys* keys = nullptr);
+                       SessionKeys* keys = nullptr, const PeerCheck* check = nullptr);
 
 }  // namespace rdmarepl::transport::bootstrap

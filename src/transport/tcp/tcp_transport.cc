@@ -60,7 +60,7 @@ Result<std::unique_ptr<Connection>> establish(bootstrap::Fd fd, bootstrap::Role 
   mine.app_data = options.app_data;
   PeerInfo peer;
   auto theirs = bootstrap::exchange(fd.get(), mine, role, options.pre_shared_key, deadline,
-                                    &peer.session_keys);
+                                    &peer.session_keys, &options.check_peer);
   if (!theirs) return std::move(theirs).error();
   peer.node_id = std::move(theirs->node_id);
   peer.address = bootstrap::peer_address(fd.get());

@@ -262,8 +262,8 @@ Status VerbsConnection::cm_handshake(CmPipe& pipe, bootstrap::Role role,
   hello.node_id = options.node_id;
   hello.regions = options.regions;
   hello.app_data = options.app_data;
-  auto theirs =
-      bootstrap::exchange(pipe, hello, role, options.pre_shared_key, deadline, &peer_.session_keys);
+  auto theirs = bootstrap::exchange(pipe, hello, role, options.pre_shared_key, deadline,
+                                    &peer_.session_keys, &options.check_peer);
   if (!theirs) return theirs.error();
   name_ = fmt::format("verbs (RDMA CM) connection with {} ({})", theirs->node_id, peer_.address);
   pipe.set_name(name_);

@@ -162,7 +162,7 @@ Status VerbsConnection::handshake(bootstrap::Role role, const ConnectionOptions&
   hello.regions = options.regions;
   hello.app_data = options.app_data;
   auto theirs = bootstrap::exchange(socket_.get(), hello, role, options.pre_shared_key, deadline,
-                                    &peer_.session_keys);
+                                    &peer_.session_keys, &options.check_peer);
   if (!theirs) return theirs.error();
   name_ = fmt::format("verbs connection with {} ({})", theirs->node_id,
                       bootstrap::peer_address(socket_.get()));

@@ -216,3 +216,43 @@ TEST_CASE("connect to a closed port is refused with advice", "[transport][bootst
   REQUIRE_FALSE(c.ok());
   CHECK(contains(c.error(), "nothing is listening"));
 }
+
+TEST_CASE("the responder's peer check refuses an initiator with a Reject that carries why",
+          "[transport][bootstrap]") {
+  auto p = socket_pair();
+  std::string seen_node, seen_app;
+  const PeerCheck check = [&](std::string_view node, std::string_view, std::string_view app) {
+    seen_node = node;
+    seen_app = app;
+    return Status(Error(Errc::connection_refused, "not you: epoch 1 is below 2"));
+  };
+  auto fut = std::async(std::launch::async, [&] {
+    return exchange(p.b.get(), hello_of("responder", 0x2000), Role::responder, "s3cret",
+                    Deadline::after(10s), nullptr, &check);
+  });
+  auto ri = exchange(p.a.get(), hello_of("initiator", 0x1000), Role::initiator, "s3cret",
+                     Deadline::after(10s));
+  auto rr = fut.get();
+  CHECK(seen_node == "initiator");  // consulted with the authenticated Hello
+  CHECK(seen_app == "app");
+  REQUIRE_FALSE(rr.ok());
+  CHECK(rr.error().is(Errc::connection_refused));
+  CHECK(contains(rr.error(), "as responder failed: not you: epoch 1 is below 2"));
+  REQUIRE_FALSE(ri.ok());
+  CHECK(ri.error().is(Errc::connection_refused));
+  CHECK(contains(ri.error(), "the peer refused us: not you: epoch 1 is below 2"));
+
+  // A check that accepts changes nothing.
+  auto q = socket_pair();
+  const PeerCheck yes = [](std::string_view, std::string_view, std::string_view) {
+    return ok_status();
+  };
+  auto ok_fut = std::async(std::launch::async, [&] {
+    return exchange(q.b.get(), hello_of("responder", 0x2000), Role::responder, "",
+                    Deadline::after(10s), nullptr, &yes);
+  });
+  CHECK(
+      exchange(q.a.get(), hello_of("initiator", 0x1000), Role::initiator, "", Deadline::after(10s))
+          .ok());
+  CHECK(ok_fut.get().ok());
+}
