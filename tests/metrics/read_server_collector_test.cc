@@ -24,6 +24,8 @@ TEST_CASE("the read server collector exports every counter with its node") {
   s.keys = 5000;
   s.bad_requests = 2;
   s.behind = 7;
+  s.handshake_timeouts = 4;
+  s.handshakes_refused = 9;
   std::string text;
   auto samples = testing::scrape(collector(s), &text);
   INFO(text);
@@ -32,6 +34,8 @@ TEST_CASE("the read server collector exports every counter with its node") {
   CHECK(samples[R"(rdmarepl_read_keys_total{node="f1"})"] == 5000);
   CHECK(samples[R"(rdmarepl_read_bad_requests_total{node="f1"})"] == 2);
   CHECK(samples[R"(rdmarepl_read_behind_total{node="f1"})"] == 7);
+  CHECK(samples[R"(rdmarepl_read_handshake_timeouts_total{node="f1"})"] == 4);
+  CHECK(samples[R"(rdmarepl_read_handshakes_refused_total{node="f1"})"] == 9);
   CHECK(text.find("# TYPE rdmarepl_read_requests_total counter") != std::string::npos);
   CHECK(text.find("# TYPE rdmarepl_read_connections gauge") != std::string::npos);
 }

@@ -21,6 +21,11 @@ std::vector<prometheus::MetricFamily> ReadServerCollector::Collect() const {
        MetricType::Counter, "malformed read requests (answered with an error or dropped)"},
       {&reads::ReadServerStats::behind, "rdmarepl_read_behind_total", MetricType::Counter,
        "at_least reads answered \"behind\": the replica had not applied the ticket in time"},
+      {&reads::ReadServerStats::handshake_timeouts, "rdmarepl_read_handshake_timeouts_total",
+       MetricType::Counter, "read clients whose handshake did not end within connect_timeout"},
+      {&reads::ReadServerStats::handshakes_refused, "rdmarepl_read_handshakes_refused_total",
+       MetricType::Counter,
+       "read clients closed at once (admission limits) or whose handshake failed"},
   };
   const reads::ReadServerStats s = stats_();
   std::vector<prometheus::MetricFamily> out;
