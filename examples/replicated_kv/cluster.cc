@@ -38,8 +38,10 @@ Result<std::string> expect(ChildProcess& child, std::string_view prefix,
   return line;
 }
 
+// Also returns the registrations of the follower's channel after create() in
+// `registrations_out`.
 Result<ChildProcess> start_follower(const RunConfig& config, uint32_t index, uint16_t port,
-                                    uint16_t& port_out) {
+                                    uint16_t& port_out, uint64_t& registrations_out) {
   auto args = to_args(config);
   args.insert(args.begin(), {"--role", "follower", "--id", std::to_string(index), "--port",
                              std::to_string(port)});
@@ -55,6 +57,8 @@ Result<ChildProcess> start_follower(const RunConfig& config, uint32_t index, uin
     return Error(Errc::protocol_error, child->name() + " reported no port: '" + *line + "'");
   }
   port_out = static_cast<uint16_t>(*p);
+  auto regs = parse_count(field(*line, "registrations"), "registrations");
+  registrations_out = regs ? *regs : 0;
   return child;
 }
 
@@ -69,9 +73,10 @@ Result<RunResult> run_cluster(const RunConfig& config) {
 
   std::vector<ChildProcess> followers;
   std::vector<uint16_t> ports;
+  std::vector<uint64_t> follower_regs(config.followers, 0);
   for (uint32_t i = 0; i < config.followers; ++i) {
     uint16_t port = 0;
-    auto f = start_follower(config, i, 0, port);
+    auto f = start_follower(config, i, 0, port, follower_regs[i]);
     if (!f) return std::move(f).error();
     followers.push_back(std::move(*f));
     ports.push_back(port);
@@ -116,7 +121,7 @@ Result<RunResult> run_cluster(const RunConfig& config) {
     if (killed_ns != 0 && !restarted &&
         (written >= restart_at || mono_ns() - killed_ns > 1'000'000'000)) {
       uint16_t port = 0;
-      auto f = start_follower(config, 0, ports[0], port);
+      auto f = start_follower(config, 0, ports[0], port, follower_regs[0]);
       if (!f) return Error(f.error().code(), "restarting follower-1: " + f.error().message());
       followers[0] = std::move(*f);
       restarted = true;
@@ -166,6 +171,9 @@ Result<RunResult> run_cluster(const RunConfig& config) {
     return Error(Errc::protocol_error, "the leader's done line lacks its metrics (" +
                                            leader_metrics.error().message() + "): '" + done + "'");
   result.leader_metrics = *leader_metrics;
+  auto created_regs = parse_count(field(done, "created_registrations"), "registrations");
+  result.registrations.push_back(NodeRegistrations{"leader", created_regs ? *created_regs : 0,
+                                                   leader_metrics->memory_registrations});
   LatencySummary::from_wire(done, result.latency);
   Digest leader_digest;
   Digest::parse(field(done, "digest"), leader_digest);
@@ -181,6 +189,10 @@ Result<RunResult> run_cluster(const RunConfig& config) {
       return Error(Errc::protocol_error, f.name() + " sent a bad digest line '" + *line + "'");
     }
     result.digests.push_back(NodeDigest{f.name(), d});
+    const size_t i = result.registrations.size() - 1;
+    auto m = metrics_from_wire(*line);
+    result.registrations.push_back(NodeRegistrations{
+        f.name(), follower_regs[i], m ? m->memory_registrations : follower_regs[i]});
     if (!(d == leader_digest)) result.verified = false;
   }
 

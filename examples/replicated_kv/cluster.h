@@ -21,6 +21,15 @@ struct NodeDigest {
   Digest digest;
 };
 
+// The registrations of one node's channel (MetricsSnapshot::memory_registrations): right
+// after create() and at the end of the run. They are equal when nothing registered on the
+// data path.
+struct NodeRegistrations {
+  std::string node;
+  uint64_t at_create = 0;
+  uint64_t at_end = 0;
+};
+
 struct RunResult {
   std::string transport;
   uint64_t records = 0;
@@ -33,8 +42,9 @@ struct RunResult {
   std::vector<std::pair<std::string, double>> cpu_by_process;  // the same, per process
   replication::MetricsSnapshot leader_metrics;  // the scalar metrics at the leader's end
   bool follower_killed = false;
-  std::vector<NodeDigest> digests;  // the leader first
-  bool verified = false;            // every follower's digest equals the leader's
+  std::vector<NodeDigest> digests;               // the leader first
+  std::vector<NodeRegistrations> registrations;  // the leader first
+  bool verified = false;                         // every follower's digest equals the leader's
 };
 
 // Runs the cluster. Errors (a role failed, a timeout) come back with the role's message.
