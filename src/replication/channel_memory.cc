@@ -14,18 +14,14 @@ using transport::Access;
 
 namespace {
 
-size_t side_of(Access access) noexcept {
-  return has(access, Access::remote_write) ? 1 : 0;
-}
-
 size_t round_up(size_t n, size_t to) noexcept {
   return (n + to - 1) / to * to;
 }
 
 }  // namespace
 
-void MemoryPlan::add(Access access, size_t bytes, size_t count) noexcept {
-  Side& s = sides_[side_of(access)];
+void MemoryPlan::add(Access access, size_t bytes, size_t count, uint32_t gen) noexcept {
+  Side& s = sides_[pool_of(access, gen)];
   const unsigned cls = memory::class_of(bytes);
   if (cls == memory::kNoClass) {
     s.run_bytes += count * memory::large_chunks(bytes) * memory::kMaxClassSize;
@@ -35,8 +31,8 @@ void MemoryPlan::add(Access access, size_t bytes, size_t count) noexcept {
   }
 }
 
-size_t MemoryPlan::pool_bytes(bool remote) const noexcept {
-  const Side& s = sides_[remote ? 1 : 0];
+size_t MemoryPlan::pool_bytes(size_t pool) const noexcept {
+  const Side& s = sides_[pool];
   size_t bytes = s.run_bytes + s.runs * memory::kPageSize;
   for (unsigned c = 0; c < memory::kNumClasses; ++c) {
     if (s.chunks[c] == 0) continue;
@@ -69,9 +65,12 @@ MemoryPlan leader_memory_plan(const ChannelOptions& o) {
 MemoryPlan follower_memory_plan(const ChannelOptions& o) {
   MemoryPlan p;
   const Access remote = Access::local_write | Access::remote_write;
-  // Two generations of each receive ring and large-record buffer per shard (follower.cc).
-  p.add(remote, o.ring_bytes, size_t{kBufferGenerations} * o.shards);
-  p.add(remote, large_buffer_room(o), size_t{kBufferGenerations} * o.shards);
+  // Two generations of each receive ring and large-record buffer per shard, a pool per
+  // generation (follower.cc).
+  for (uint32_t g = 0; g < kBufferGenerations; ++g) {
+    p.add(remote, o.ring_bytes, o.shards, g);
+    p.add(remote, large_buffer_room(o), o.shards, g);
+  }
   // Acknowledgement tags, one buffer per carrier (Follower::carrier()): up to one carrier per
   // shard for the session in force and as many for a new one arriving before it ends.
   if (!o.pre_shared_key.empty())
@@ -82,13 +81,13 @@ MemoryPlan follower_memory_plan(const ChannelOptions& o) {
 Result<ChannelMemory> ChannelMemory::create(transport::Transport& transport, const MemoryPlan& plan,
                                             memory::Counters* counters) {
   ChannelMemory m;
-  for (size_t side = 0; side < 2; ++side) {
-    const size_t bytes = plan.pool_bytes(side == 1);
+  for (size_t side = 0; side < m.pools_.size(); ++side) {
+    const size_t bytes = plan.pool_bytes(side);
     if (bytes == 0) continue;
     memory::PoolOptions po;
     po.pool_bytes = bytes;
     po.arena_bytes = bytes;  // one arena: every run fits, one registration
-    po.arena.access = side == 1 ? Access::local_write | Access::remote_write : Access::local_write;
+    po.arena.access = side != 0 ? Access::local_write | Access::remote_write : Access::local_write;
     // 2 MiB pages mean fewer TLB and NIC translation entries (the arena falls back to 4 KiB
     // pages when the system has none reserved).
     po.arena.huge_pages = bytes >= memory::kHugePageSize;
@@ -98,14 +97,15 @@ Result<ChannelMemory> ChannelMemory::create(transport::Transport& transport, con
           pool.error().code(),
           fmt::format("registering the channel's {} memory ({} bytes): {}; lower "
                       "shards, retain_bytes, ring_bytes or max_value_bytes",
-                      side == 1 ? "remotely writable" : "local", bytes, pool.error().message()));
+                      side != 0 ? "remotely writable" : "local", bytes, pool.error().message()));
     m.pools_[side] = std::move(pool).value();
   }
   return m;
 }
 
-Result<RegisteredBuffer> ChannelMemory::take(size_t bytes, Access access, std::string_view what) {
-  memory::SlabPool* pool = pools_[side_of(access)].get();
+Result<RegisteredBuffer> ChannelMemory::take(size_t bytes, Access access, std::string_view what,
+                                             uint32_t gen) {
+  memory::SlabPool* pool = pools_[pool_of(access, gen)].get();
   RegisteredBuffer b;
   if (pool != nullptr) {
     if (memory::class_of(bytes) == memory::kNoClass) {

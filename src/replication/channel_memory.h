@@ -1,12 +1,14 @@
-// The registered memory of one channel: two slab pools, registered once at create() and
-// never again. The local pool's arenas only the local NIC writes (leader: retained windows,
+// The registered memory of one channel: slab pools registered once at create() and never
+// again. The local pool's arena only the local NIC writes (leader: retained windows,
 // catch-up staging buffers, write tags, zero padding; follower: acknowledgement tags); the
-// remote pool's arenas the peer writes too (follower: receive rings and large-record
-// buffers; leader: ack targets and acknowledgement-tag slots). Each pool is one arena, sized
-// by a MemoryPlan that lists every buffer the engine takes, so that registrations are two
-// per channel (plus the zero-copy pool's) whatever the shard and follower counts. A buffer
-// of up to memory::kMaxClassSize is a size-class chunk; a larger one is a run of contiguous
-// largest-class chunks (memory::LargeBuffer). See docs/replication.md, "Registered memory".
+// remote pools' arenas the peer writes too (leader: ack targets and acknowledgement-tag
+// slots; follower: receive rings and large-record buffers, one pool per buffer generation,
+// so that the NIC confines a connection's writes to its generation). Each pool is one
+// arena, sized by a MemoryPlan that lists every buffer the engine takes, so that the
+// registrations are a handful per channel (plus the zero-copy pool's) whatever the shard
+// and follower counts. A buffer of up to memory::kMaxClassSize is a size-class chunk; a
+// larger one is a run of contiguous largest-class chunks (memory::LargeBuffer). See
+// docs/replication.md, "Memory".
 #pragma once
 
 #include <array>
@@ -14,6 +16,7 @@
 #include <memory>
 #include <string_view>
 
+#include "hello.h"
 #include "rdmarepl/core/result.h"
 #include "rdmarepl/memory/counters.h"
 #include "rdmarepl/memory/slab_pool.h"
@@ -26,13 +29,15 @@ namespace rdmarepl::replication::detail {
 // What one engine takes from each pool over its life, and the pool sizes that hold it.
 class MemoryPlan {
  public:
-  // `count` buffers of `bytes` each, with `access` (remote_write selects the remote pool).
-  void add(transport::Access access, size_t bytes, size_t count = 1) noexcept;
-  // The arena that holds the side's buffers (0: nothing planned, no pool). Size-class chunks
+  // `count` buffers of `bytes` each, with `access` (remote_write selects a remote pool:
+  // that of generation `gen`).
+  void add(transport::Access access, size_t bytes, size_t count = 1, uint32_t gen = 0) noexcept;
+  // The arena that holds pool `pool`'s buffers (0: nothing planned, no pool; pool_of() names
+  // the pools). Size-class chunks
   // are counted at their class size, plus what two threads' caches may hold of each class
   // used (a chunk freed by another thread than the one that took it waits in that thread's
   // cache), plus the page alignment of each run and each carved batch.
-  [[nodiscard]] size_t pool_bytes(bool remote) const noexcept;
+  [[nodiscard]] size_t pool_bytes(size_t pool) const noexcept;
 
  private:
   struct Side {
@@ -40,8 +45,14 @@ class MemoryPlan {
     size_t runs = 0;
     std::array<size_t, memory::kNumClasses> chunks{};  // buffers per size class
   };
-  std::array<Side, 2> sides_{};
+  std::array<Side, 1 + kBufferGenerations> sides_{};
 };
+
+// The pool of buffers with `access` (and, remotely writable, of generation `gen`): 0 for
+// local access, 1 + gen for remote write.
+constexpr size_t pool_of(transport::Access access, uint32_t gen = 0) noexcept {
+  return transport::has(access, transport::Access::remote_write) ? 1 + gen : 0;
+}
 
 // Every buffer of the leader and of the follower, as the engines take them (leader.cc,
 // leader_wal.cc, leader_connect.cc, leader_zero_copy.cc; follower.cc).
@@ -50,21 +61,22 @@ MemoryPlan follower_memory_plan(const ChannelOptions& options);
 
 class ChannelMemory {
  public:
-  // Control plane: maps and registers one arena per side of `plan` through `transport`
+  // Control plane: maps and registers one arena per pool of `plan` through `transport`
   // (which must outlive this), counting the registrations in `counters` (ditto).
   static Result<ChannelMemory> create(transport::Transport& transport, const MemoryPlan& plan,
                                       memory::Counters* counters);
 
   // Control plane: `bytes` of zeroed registered memory with `access` (which picks the pool),
   // never a registration. The error names `what` and says which option makes it fit.
-  Result<RegisteredBuffer> take(size_t bytes, transport::Access access, std::string_view what);
+  Result<RegisteredBuffer> take(size_t bytes, transport::Access access, std::string_view what,
+                                uint32_t gen = 0);
 
   // The pools' arenas (registrations made).
   [[nodiscard]] size_t arena_count() const;
 
  private:
-  // [0] local access only, [1] remote write too.
-  std::array<std::unique_ptr<memory::SlabPool>, 2> pools_;
+  // [0] local access only, [1 + gen] remote write too (pool_of()).
+  std::array<std::unique_ptr<memory::SlabPool>, 1 + kBufferGenerations> pools_;
 };
 
 }  // namespace rdmarepl::replication::detail

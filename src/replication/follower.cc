@@ -36,11 +36,11 @@ Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& opti
     // process is registered for remote access. Two generations of each (see Shard::gen).
     for (uint32_t g = 0; g < kBufferGenerations; ++g) {
       auto r = self->memory_.take(options.ring_bytes, Access::local_write | Access::remote_write,
-                                  fmt::format("receive ring {} of shard {}", g, i));
+                                  fmt::format("receive ring {} of shard {}", g, i), g);
       if (!r.ok()) return std::move(r).error();
       s->rings[g] = std::move(r).value();
       auto l = self->memory_.take(large, Access::local_write | Access::remote_write,
-                                  fmt::format("large-record buffer {} of shard {}", g, i));
+                                  fmt::format("large-record buffer {} of shard {}", g, i), g);
       if (!l.ok()) return std::move(l).error();
       s->larges[g] = std::move(l).value();
     }

@@ -106,15 +106,15 @@ TEST_CASE("no registration after create() through a long run with knob changes a
   MapStore expected;
   auto leader = open(lo, expected);
 
-  // Each channel's memory: one arena per access kind (the leader's local arena holds the
-  // windows, staging buffers, write tags and zero padding; its remote one the ack targets
-  // and acknowledgement-tag slots; the follower's remote one its rings and large-record
-  // buffers, its local one its acknowledgement tags).
+  // Each channel's memory: a few arenas (the leader's local arena holds the windows, staging
+  // buffers, write tags and zero padding; its remote one the ack targets and
+  // acknowledgement-tag slots; the follower has one remote arena per buffer generation for
+  // its rings and large-record buffers, and a local one for its acknowledgement tags).
   const uint64_t leader_regs = leader->metrics().memory_registrations;
   const uint64_t f1_regs = f1->metrics().memory_registrations;
   CHECK(leader_regs == 2);
-  CHECK(f1_regs == 2);
-  CHECK(f2->metrics().memory_registrations == 2);
+  CHECK(f1_regs == 3);
+  CHECK(f2->metrics().memory_registrations == 3);
 
   write_load(*leader, expected, 3000, 1, 600);
   require_converged(*leader, expected, {&f1store, f2store.get()});
@@ -144,7 +144,7 @@ TEST_CASE("no registration after create() through a long run with knob changes a
   f2store = std::make_unique<MapStore>();
   f2 = open_follower(o, *f2store, p2);
   const uint64_t f2_regs = f2->metrics().memory_registrations;
-  CHECK(f2_regs == 2);
+  CHECK(f2_regs == 3);
   k.batch_bytes = 32 * 1024;
   REQUIRE(leader->apply_knobs(k).ok());
   write_load(*leader, expected, 1000, 5, 800);
@@ -160,18 +160,18 @@ TEST_CASE("no registration after create() through a long run with knob changes a
   CHECK(f2->metrics().memory_registrations == f2_regs);
 }
 
-TEST_CASE("the memory plan sizes one arena per access kind that holds every buffer", "[memory]") {
+TEST_CASE("the memory plan sizes one arena per pool that holds every buffer", "[memory]") {
   test::LoopbackTransport transport(std::make_shared<test::LoopbackFabric>());
   const auto remote = transport::Access::local_write | transport::Access::remote_write;
   MemoryPlan plan;
   plan.add(transport::Access::local_write, 3 << 20, 2);  // two runs of three chunks
   plan.add(transport::Access::local_write, 100, 5);      // five 128-byte chunks
   plan.add(remote, 64);
-  const size_t local_bytes = plan.pool_bytes(false);
+  const size_t local_bytes = plan.pool_bytes(0);
   CHECK(local_bytes >= (6u << 20) + 5 * 128);
   CHECK(local_bytes % memory::kMaxClassSize == 0);
-  CHECK(plan.pool_bytes(true) == memory::kMaxClassSize);
-  CHECK(MemoryPlan().pool_bytes(false) == 0);
+  CHECK(plan.pool_bytes(1) == memory::kMaxClassSize);
+  CHECK(MemoryPlan().pool_bytes(0) == 0);
 
   memory::Counters counters;
   auto created = ChannelMemory::create(transport, plan, &counters);
@@ -179,6 +179,7 @@ TEST_CASE("the memory plan sizes one arena per access kind that holds every buff
   ChannelMemory& mem = *created;
   CHECK(counters.registrations.load() == 2);
   CHECK(mem.arena_count() == 2);
+  CHECK(plan.pool_bytes(2) == 0);  // no generation-1 pool planned
   {
     std::vector<replication::detail::RegisteredBuffer> taken;
     for (int i = 0; i < 2; ++i) {
@@ -214,12 +215,13 @@ TEST_CASE("the engines' plans hold what they take", "[memory]") {
   const size_t windows = o.shards * o.retain_bytes;
   const size_t staging = o.shards * memory::large_chunks(replication::detail::max_batch_bytes(o)) *
                          memory::kMaxClassSize;
-  CHECK(leader.pool_bytes(false) >= windows + staging);
-  CHECK(leader.pool_bytes(false) <= windows + staging + (8u << 20));
-  CHECK(leader.pool_bytes(true) <= 4u << 20);
+  CHECK(leader.pool_bytes(0) >= windows + staging);
+  CHECK(leader.pool_bytes(0) <= windows + staging + (8u << 20));
+  CHECK(leader.pool_bytes(1) <= 4u << 20);
   const MemoryPlan follower = replication::detail::follower_memory_plan(o);
-  CHECK(follower.pool_bytes(true) >= 2 * o.shards * (o.ring_bytes + o.max_value_bytes));
-  CHECK(follower.pool_bytes(false) > 0);  // the acknowledgement tags, with a key
+  for (uint32_t g = 0; g < 2; ++g)  // a pool per generation
+    CHECK(follower.pool_bytes(1 + g) >= o.shards * (o.ring_bytes + o.max_value_bytes));
+  CHECK(follower.pool_bytes(0) > 0);  // the acknowledgement tags, with a key
   o.pre_shared_key.clear();
-  CHECK(replication::detail::follower_memory_plan(o).pool_bytes(false) == 0);
+  CHECK(replication::detail::follower_memory_plan(o).pool_bytes(0) == 0);
 }
