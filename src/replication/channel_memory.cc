@@ -119,7 +119,10 @@ Result<RegisteredBuffer> ChannelMemory::take(size_t bytes, Access access, std::s
                  fmt::format("the channel's registered memory has no room for the {} ({} "
                              "bytes): it was sized for other options at create()",
                              what, bytes));
-  std::memset(b.data(), 0, bytes);  // a chunk may come back from an earlier buffer
+  // A chunk may come back from an earlier buffer; a run (a window, ring, large-record or
+  // staging buffer) is always written before it is read, and left untouched so that its
+  // pages are faulted in as they are first used, as with the arenas before.
+  if (memory::class_of(bytes) != memory::kNoClass) std::memset(b.data(), 0, bytes);
   return b;
 }
 

@@ -66,8 +66,9 @@ class ChannelMemory {
   static Result<ChannelMemory> create(transport::Transport& transport, const MemoryPlan& plan,
                                       memory::Counters* counters);
 
-  // Control plane: `bytes` of zeroed registered memory with `access` (which picks the pool),
-  // never a registration. The error names `what` and says which option makes it fit.
+  // Control plane: `bytes` of registered memory with `access` (which picks the pool), never
+  // a registration. Zeroed up to kMaxClassSize; a larger buffer's bytes are unspecified. The error
+  // names `what` and says which option makes it fit.
   Result<RegisteredBuffer> take(size_t bytes, transport::Access access, std::string_view what,
                                 uint32_t gen = 0);
 
