@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -224,6 +225,17 @@ Json result_json(const BenchArgs& args, const RunResult& r, const Baselines& b,
   j["batches"] = r.leader_metrics.batches_sealed;
   j["reconnects"] = r.leader_metrics.reconnects;
   j["leader_metrics"] = Json::parse(metrics_to_json(r.leader_metrics));
+  // Registrations of each node's channel after create() and at the end: the channel's
+  // memory is registered once, up front, so the two are equal and the sum of the
+  // differences is 0 (docs/replication.md, "Registered memory").
+  Json regs = Json::array();
+  uint64_t after_create = 0;
+  for (const auto& n : r.registrations) {
+    regs.push_back({{"node", n.node}, {"at_create", n.at_create}, {"at_end", n.at_end}});
+    after_create += n.at_end - std::min(n.at_end, n.at_create);
+  }
+  j["memory_registrations"] = regs;
+  j["memory_registrations_after_create"] = after_create;
   j["machine"] = {
       {"nproc", machine.cores}, {"cpu_model", machine.cpu_model}, {"kernel", machine.kernel}};
   j["compare"] = compare_json(args, b);

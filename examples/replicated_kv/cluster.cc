@@ -39,9 +39,11 @@ Result<std::string> expect(ChildProcess& child, std::string_view prefix,
 }
 
 // Starts follower `index` listening on `port` (0: any); its ports come back in `port_out`
-// and (0 when it serves no reads) `read_port_out`.
+// and (0 when it serves no reads) `read_port_out`, the registrations of its channel after
+// create() in `registrations_out`.
 Result<ChildProcess> start_follower(const RunConfig& config, uint32_t index, uint16_t port,
-                                    uint16_t& port_out, uint16_t& read_port_out) {
+                                    uint16_t& port_out, uint16_t& read_port_out,
+                                    uint64_t& registrations_out) {
   auto args = to_args(config);
   args.insert(args.begin(), {"--role", "follower", "--id", std::to_string(index), "--port",
                              std::to_string(port)});
@@ -62,6 +64,8 @@ Result<ChildProcess> start_follower(const RunConfig& config, uint32_t index, uin
     return Error(Errc::protocol_error, child->name() + " reported no read port: '" + *line + "'");
   }
   read_port_out = static_cast<uint16_t>(*rp);
+  auto regs = parse_count(field(*line, "registrations"), "registrations");
+  registrations_out = regs ? *regs : 0;
   return child;
 }
 
@@ -86,15 +90,14 @@ Result<RunResult> run_cluster(const RunConfig& config) {
 
   std::vector<ChildProcess> followers;
   std::vector<uint16_t> ports;
-  std::vector<uint16_t> read_ports;
+  std::vector<uint16_t> read_ports(config.followers, 0);
+  std::vector<uint64_t> follower_regs(config.followers, 0);
   for (uint32_t i = 0; i < config.followers; ++i) {
     uint16_t port = 0;
-    uint16_t read_port = 0;
-    auto f = start_follower(config, i, 0, port, read_port);
+    auto f = start_follower(config, i, 0, port, read_ports[i], follower_regs[i]);
     if (!f) return std::move(f).error();
     followers.push_back(std::move(*f));
     ports.push_back(port);
-    read_ports.push_back(read_port);
   }
 
   std::string peers;
@@ -136,7 +139,7 @@ Result<RunResult> run_cluster(const RunConfig& config) {
     if (killed_ns != 0 && !restarted &&
         (written >= restart_at || mono_ns() - killed_ns > 1'000'000'000)) {
       uint16_t port = 0;
-      auto f = start_follower(config, 0, ports[0], port, read_ports[0]);
+      auto f = start_follower(config, 0, ports[0], port, read_ports[0], follower_regs[0]);
       if (!f) return Error(f.error().code(), "restarting follower-1: " + f.error().message());
       followers[0] = std::move(*f);
       restarted = true;
@@ -186,6 +189,9 @@ Result<RunResult> run_cluster(const RunConfig& config) {
     return Error(Errc::protocol_error, "the leader's done line lacks its metrics (" +
                                            leader_metrics.error().message() + "): '" + done + "'");
   result.leader_metrics = *leader_metrics;
+  auto created_regs = parse_count(field(done, "created_registrations"), "registrations");
+  result.registrations.push_back(NodeRegistrations{"leader", created_regs ? *created_regs : 0,
+                                                   leader_metrics->memory_registrations});
   LatencySummary::from_wire(done, result.latency);
   Digest leader_digest;
   Digest::parse(field(done, "digest"), leader_digest);
@@ -201,6 +207,10 @@ Result<RunResult> run_cluster(const RunConfig& config) {
       return Error(Errc::protocol_error, f.name() + " sent a bad digest line '" + *line + "'");
     }
     result.digests.push_back(NodeDigest{f.name(), d});
+    const size_t i = result.registrations.size() - 1;
+    auto m = metrics_from_wire(*line);
+    result.registrations.push_back(NodeRegistrations{
+        f.name(), follower_regs[i], m ? m->memory_registrations : follower_regs[i]});
     if (!(d == leader_digest)) result.verified = false;
   }
 

@@ -10,9 +10,9 @@
 
 #include "kv_store.h"
 #include "latency.h"
-#include "read_check.h"
 #include "rdmarepl/core/result.h"
 #include "rdmarepl/replication/channel_metrics.h"
+#include "read_check.h"
 #include "run_config.h"
 
 namespace rdmarepl::kvdemo {
@@ -20,6 +20,15 @@ namespace rdmarepl::kvdemo {
 struct NodeDigest {
   std::string node;  // "leader", "follower-1", ...
   Digest digest;
+};
+
+// The registrations of one node's channel (MetricsSnapshot::memory_registrations): right
+// after create() and at the end of the run. They are equal when nothing registered on the
+// data path.
+struct NodeRegistrations {
+  std::string node;
+  uint64_t at_create = 0;
+  uint64_t at_end = 0;
 };
 
 struct RunResult {
@@ -34,8 +43,9 @@ struct RunResult {
   std::vector<std::pair<std::string, double>> cpu_by_process;  // the same, per process
   replication::MetricsSnapshot leader_metrics;  // the scalar metrics at the leader's end
   bool follower_killed = false;
-  std::vector<NodeDigest> digests;  // the leader first
-  ReadCheck reads;                  // with RunConfig::read_keys: keys read back from followers
+  std::vector<NodeDigest> digests;               // the leader first
+  std::vector<NodeRegistrations> registrations;  // the leader first
+  ReadCheck reads;  // with RunConfig::read_keys: keys read back from followers
   // Every follower's digest equals the leader's (and every key read back matched).
   bool verified = false;
 };

@@ -157,6 +157,7 @@ int run_leader(const Flags& flags, ControlSocket& ctl) {
   auto created = Channel::create(options, store);
   if (!created) return fail(ctl, "leader: " + created.error().to_string());
   Channel& channel = **created;
+  const uint64_t registrations = channel.metrics().memory_registrations;
   auto served = MetricsServer::start(channel, static_cast<uint16_t>(config.metrics_port));
   if (!served) return fail(ctl, "leader: " + served.error().message());
   // The workload starts once every follower is connected. Connecting is asynchronous; a
@@ -227,10 +228,10 @@ int run_leader(const Flags& flags, ControlSocket& ctl) {
   uint64_t elapsed = mono_ns() - start;
   auto latency = tracker.summarize();
   auto m = channel.metrics();
-  if (!ctl.send_line(fmt::format("done n={} elapsed_ns={} bytes={} transport={} digest={} {} {}", n,
-                                 elapsed, bytes, channel.transport_name(),
-                                 store.digest().to_string(), metrics_to_wire(m),
-                                 latency.to_wire()))) {
+  if (!ctl.send_line(fmt::format(
+          "done n={} elapsed_ns={} bytes={} transport={} digest={} created_registrations={} {} {}",
+          n, elapsed, bytes, channel.transport_name(), store.digest().to_string(), registrations,
+          metrics_to_wire(m), latency.to_wire()))) {
     return 1;
   }
   for (;;) {
@@ -273,9 +274,10 @@ int run_follower(const Flags& flags, ControlSocket& ctl) {
   }
   auto served = MetricsServer::start(channel, static_cast<uint16_t>(metrics_port), reads.get());
   if (!served) return fail(ctl, options.node_id + ": " + served.error().message());
-  if (!ctl.send_line(
-          fmt::format("ready port={} read_port={} transport={}", channel.local_endpoint().port,
-                      reads ? reads->local_endpoint().port : 0, channel.transport_name()))) {
+  if (!ctl.send_line(fmt::format("ready port={} read_port={} transport={} registrations={}",
+                                 channel.local_endpoint().port,
+                                 reads ? reads->local_endpoint().port : 0, channel.transport_name(),
+                                 channel.metrics().memory_registrations))) {
     return 1;
   }
   for (;;) {

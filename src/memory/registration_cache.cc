@@ -192,18 +192,6 @@ size_t RegistrationCache::reclaim_idle(uint64_t now_ns) {
   return dropped.size();
 }
 
-void RegistrationCache::clear() {
-  std::vector<transport::RegisteredRegion> dropped;
-  {
-    std::lock_guard lock(mu_);
-    for (auto it = lru_.begin(); it != lru_.end();) {
-      auto cur = it++;
-      if (cur->pins == 0) dropped.push_back(remove_locked(cur));
-    }
-  }
-  for (const auto& r : dropped) deregister_counted(registrar_, counters_, r);
-}
-
 size_t RegistrationCache::size() const {
   std::lock_guard lock(mu_);
   return lru_.size();

@@ -75,8 +75,8 @@ using detail::ThreadCache;
 
 namespace {
 
-// Adds `n` to (or, negative, subtracts from) an arena's `out` count, stamping the time it
-// reaches zero. Runs of chunks from one arena are batched into one atomic operation.
+// Adds `n` to (or, returning, subtracts from) an arena's `out` count. Runs of chunks from one
+// arena are batched into one atomic operation.
 class OutTally {
  public:
   explicit OutTally(bool returning) : returning_(returning) {}
@@ -92,8 +92,8 @@ class OutTally {
     if (arena_ == nullptr || n_ == 0) return;
     if (!returning_) {
       arena_->out.fetch_add(n_, std::memory_order_relaxed);
-    } else if (arena_->out.fetch_sub(n_, std::memory_order_relaxed) == n_) {
-      arena_->idle_since_ns.store(mono_ns(), std::memory_order_relaxed);
+    } else {
+      arena_->out.fetch_sub(n_, std::memory_order_relaxed);
     }
     n_ = 0;
   }
@@ -123,13 +123,11 @@ Result<std::unique_ptr<SlabPool>> SlabPool::create(const PoolOptions& options, R
                              options.arena_bytes, kMaxClassSize, kMaxClassSize));
   std::unique_ptr<SlabPool> pool(new SlabPool(options, std::move(registrar), counters, table));
   size_t remaining = options.initial_bytes();
-  size_t index = 0;
   while (remaining > 0) {
     size_t bytes = std::min(remaining, options.arena_bytes);
     bytes = std::max(bytes, kMaxClassSize);  // every arena can hold the largest class
-    RDMAREPL_TRY(pool->add_arena(bytes, index < options.retain_arenas));
+    RDMAREPL_TRY(pool->add_arena(bytes));
     remaining -= std::min(remaining, bytes);
-    ++index;
   }
   return pool;
 }
@@ -149,14 +147,12 @@ SlabPool::~SlabPool() {
   arenas_.clear();
 }
 
-Status SlabPool::add_arena(size_t bytes, bool retained) {
+Status SlabPool::add_arena(size_t bytes) {
   auto arena = Arena::create(bytes, options_.arena, registrar_, counters_);
   if (!arena.ok()) return std::move(arena).error();
   auto state = std::make_unique<ArenaState>();
   state->arena = std::move(*arena);
   state->keys = state->arena.region().keys;
-  state->retained = retained;
-  state->idle_since_ns.store(mono_ns(), std::memory_order_relaxed);
   if (table_ != nullptr) {
     auto region = state->arena.region();
     RDMAREPL_TRY(table_->insert(region));
@@ -166,8 +162,32 @@ Status SlabPool::add_arena(size_t bytes, bool retained) {
   return ok_status();
 }
 
-Status SlabPool::grow(size_t bytes) {
-  return add_arena(std::max(bytes, kMaxClassSize), false);
+LargeBuffer SlabPool::alloc_large(size_t size) noexcept {
+  const size_t bytes = large_chunks(std::max<size_t>(size, 1)) * kMaxClassSize;
+  // A run is carved like a batch of largest-class chunks: under that class's mutex, then
+  // the carve mutex (the lock order), page-aligned for the NIC.
+  std::lock_guard class_lock(shared_[kNumClasses - 1].mu);
+  std::lock_guard lock(carve_mu_);
+  for (auto& a : arenas_) {
+    const size_t start = (a->carved + kPageSize - 1) / kPageSize * kPageSize;
+    if (start > a->arena.size() || a->arena.size() - start < bytes) continue;
+    a->carved = start + bytes;
+    a->out.fetch_add(large_chunks(bytes), std::memory_order_relaxed);
+    RDMAREPL_MEMORY_UNPOISON(a->arena.base() + start, bytes);
+    return LargeBuffer(a->arena.base() + start, this, a.get(), size);
+  }
+  counters_->add(counters_->failed_allocations);
+  return LargeBuffer();
+}
+
+void SlabPool::release_large(std::byte* p, ArenaState* arena, size_t size) noexcept {
+  const size_t n = large_chunks(std::max<size_t>(size, 1));
+  auto& sh = shared_[kNumClasses - 1];
+  std::lock_guard lock(sh.mu);
+  for (size_t i = 0; i < n; ++i)
+    sh.list.push_front(*detail::make_free_chunk(p + i * kMaxClassSize, arena, kMaxClassSize));
+  sh.count += n;
+  arena->out.fetch_sub(n, std::memory_order_relaxed);
 }
 
 // ----------------------------------------------------------------------------- slow paths
@@ -270,8 +290,7 @@ void SlabPool::release_slow(std::byte* p, ArenaState* arena, unsigned cls) noexc
   std::lock_guard lock(sh.mu);
   sh.list.push_front(*chunk);
   ++sh.count;
-  if (arena->out.fetch_sub(1, std::memory_order_relaxed) == 1)
-    arena->idle_since_ns.store(mono_ns(), std::memory_order_relaxed);
+  arena->out.fetch_sub(1, std::memory_order_relaxed);
 }
 
 size_t SlabPool::refill(ThreadCache& tc, unsigned cls) noexcept {
@@ -303,7 +322,7 @@ size_t SlabPool::refill(ThreadCache& tc, unsigned cls) noexcept {
       for (unsigned k = 0; k < kNumClasses; ++k) drain(tc, k, 0);
       if (recycle_free_arena()) continue;
     }
-    return 0;  // the pool never grows on the data path: grow() is a control-plane call
+    return 0;  // the pool never grows: every arena is registered at create()
   }
   return 0;
 }
@@ -388,35 +407,6 @@ bool SlabPool::recycle_free_arena() noexcept {
   return false;
 }
 
-size_t SlabPool::reclaim_idle(uint64_t now_ns) {
-  const auto timeout_ns = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.idle_timeout).count());
-  std::vector<std::unique_ptr<ArenaState>> victims;
-  {
-    AllLocks locks(shared_, carve_mu_);
-    for (auto it = arenas_.begin(); it != arenas_.end();) {
-      ArenaState* a = it->get();
-      const uint64_t since = a->idle_since_ns.load(std::memory_order_relaxed);
-      if (!a->retained && a->out.load(std::memory_order_relaxed) == 0 && now_ns >= since &&
-          now_ns - since >= timeout_ns) {
-        strip_locked(a);
-        victims.push_back(std::move(*it));
-        it = arenas_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-  // Deregistration is slow on verbs: do it outside the locks.
-  for (auto& a : victims) {
-    log::debug("memory: releasing arena at {} ({} B), idle for at least {} ms",
-               static_cast<void*>(a->arena.base()), a->arena.size(), options_.idle_timeout.count());
-    if (table_ != nullptr) table_->erase(a->arena.base());
-    counters_->add(counters_->arenas_released);
-  }
-  return victims.size();
-}
-
 void SlabPool::flush_thread_cache() noexcept {
   auto& slot = detail::tls_slots[slot_index()];
   ThreadCache* tc = slot.pool_id == id_ ? slot.cache : nullptr;
@@ -443,6 +433,8 @@ MemoryStats SlabPool::stats() const {
   }
   for (unsigned c = 0; c < kNumClasses; ++c)
     s.allocations[c] += uncached_allocations_[c].load(std::memory_order_relaxed);
+  std::lock_guard carve_lock(carve_mu_);
+  for (const auto& a : arenas_) s.chunks_out += a->out.load(std::memory_order_relaxed);
   return s;
 }
 

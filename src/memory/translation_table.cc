@@ -75,12 +75,4 @@ size_t TranslationTable::size() const {
   return by_start_.size();
 }
 
-std::vector<transport::RegisteredRegion> TranslationTable::regions() const {
-  std::shared_lock lock(mu_);
-  std::vector<transport::RegisteredRegion> out;
-  out.reserve(by_start_.size());
-  for (const auto& [start, region] : by_start_) out.push_back(region);
-  return out;
-}
-
 }  // namespace rdmarepl::memory

@@ -18,6 +18,13 @@ size_t CoreBase::group_limit_bytes() const noexcept {
   return large_threshold(options_) - kBatchHeaderSize - kBatchAlign;
 }
 
+Status CoreBase::open_memory(const MemoryPlan& plan) {
+  auto m = ChannelMemory::create(*transport_, plan, &memory_counters_);
+  if (!m.ok()) return std::move(m).error();
+  memory_ = std::move(m).value();
+  return ok_status();
+}
+
 void CoreBase::start_threads(std::function<void()> control) {
   control_ = std::thread(std::move(control));
   if (options_.polling != PollingMode::manual) poller_ = std::thread([this] { poll_loop(0); });

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "channel_memory.h"
 #include "rdmarepl/memory/counters.h"
 #include "rdmarepl/replication/detail/channel_core.h"
 #include "rdmarepl/tuning/runner.h"
@@ -64,6 +65,9 @@ class CoreBase : public ChannelCore {
   Status start_tuner();
 
  protected:
+  // Registers the engine's memory, sized by `plan`: the only registrations of the channel's
+  // own buffers. Control plane, at create().
+  Status open_memory(const MemoryPlan& plan);
   // Starts the poller (unless PollingMode::manual) and the control thread `control`.
   void start_threads(std::function<void()> control);
   // Stops the tuner, the pollers and the control thread; safe to call more than once.
@@ -95,9 +99,13 @@ class CoreBase : public ChannelCore {
   ChannelOptions options_;
   std::unique_ptr<transport::Transport> transport_;
   mutable ChannelMetrics metrics_;
-  // Every registration the channel makes (its buffers and the zero-copy pool) is counted
-  // here; MetricsSnapshot::memory_registrations reads it.
+  // Every registration the channel makes (the arenas of its memory and of the zero-copy
+  // pool, all at create()) is counted here; MetricsSnapshot::memory_registrations reads it.
   memory::Counters memory_counters_;
+  // Where every registered buffer of the engine comes from (open_memory()). Declared after
+  // the counters it counts into and the transport it registered through, so destroyed
+  // first; the engine's buffers (members of the derived class) are gone before it.
+  ChannelMemory memory_;
   // Registrations of the store's own regions (register_region(), and again after an idle
   // release); MetricsSnapshot::region_registrations reads it.
   memory::Counters region_counters_;

@@ -26,6 +26,7 @@ Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& opti
                                                       std::unique_ptr<transport::Transport> t,
                                                       const StoreHooks& store) {
   std::unique_ptr<Follower> self(new Follower(options, std::move(t), store));
+  RDMAREPL_TRY(self->open_memory(follower_memory_plan(options)));
   self->tag_bytes_ = options.pre_shared_key.empty() ? 0 : kMacTagBytes;
   const size_t large = large_buffer_room(options);
   for (uint32_t i = 0; i < options.shards; ++i) {
@@ -34,14 +35,12 @@ Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& opti
     // Rings take remote writes only from the authenticated leader; nothing else of the
     // process is registered for remote access. Two generations of each (see Shard::gen).
     for (uint32_t g = 0; g < kBufferGenerations; ++g) {
-      auto r = RegisteredBuffer::create(
-          *self->transport_, options.ring_bytes, Access::local_write | Access::remote_write,
-          fmt::format("receive ring {} of shard {}", g, i), &self->memory_counters_);
+      auto r = self->memory_.take(options.ring_bytes, Access::local_write | Access::remote_write,
+                                  fmt::format("receive ring {} of shard {}", g, i), g);
       if (!r.ok()) return std::move(r).error();
       s->rings[g] = std::move(r).value();
-      auto l = RegisteredBuffer::create(
-          *self->transport_, large, Access::local_write | Access::remote_write,
-          fmt::format("large-record buffer {} of shard {}", g, i), &self->memory_counters_);
+      auto l = self->memory_.take(large, Access::local_write | Access::remote_write,
+                                  fmt::format("large-record buffer {} of shard {}", g, i), g);
       if (!l.ok()) return std::move(l).error();
       s->larges[g] = std::move(l).value();
     }
@@ -116,9 +115,8 @@ Result<std::unique_ptr<Follower::Carrier>> Follower::carrier(
     // One slot more than our send queue holds writes (queue_depth + 8): the slot a new tag
     // goes to belongs to a write that left the queue, even when the queue is full and the
     // new one is refused.
-    auto tags =
-        RegisteredBuffer::create(*transport_, size_t{options_.queue_depth + 9} * kMacTagBytes,
-                                 Access::local_write, "acknowledgement tags", &memory_counters_);
+    auto tags = memory_.take(size_t{options_.queue_depth + 9} * kMacTagBytes, Access::local_write,
+                             "acknowledgement tags");
     if (!tags.ok()) return std::move(tags).error();
     c->tags = std::move(tags).value();
     c->reply_slots = info.regions[1];

@@ -41,6 +41,7 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
                                                     std::unique_ptr<transport::Transport> t,
                                                     const StoreHooks& store) {
   std::unique_ptr<Leader> self(new Leader(options, std::move(t), store));
+  RDMAREPL_TRY(self->open_memory(leader_memory_plan(options)));
   self->init_live_knobs();
   // Window entries are at least one header plus one empty record (64 bytes padded); a
   // descriptor table of that many entries would be large, so it is capped and the window
@@ -67,14 +68,12 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
   for (uint32_t i = 0; i < options.shards; ++i) {
     auto s = std::make_unique<Shard>();
     s->index = i;
-    auto w = RegisteredBuffer::create(*self->transport_, options.retain_bytes, Access::local_write,
-                                      fmt::format("retained window of shard {}", i),
-                                      &self->memory_counters_);
+    auto w = self->memory_.take(options.retain_bytes, Access::local_write,
+                                fmt::format("retained window of shard {}", i));
     if (!w.ok()) return std::move(w).error();
     s->window = RetainedWindow(std::move(w).value(), max_batches);
-    auto a =
-        RegisteredBuffer::create(*self->transport_, 64, Access::local_write | Access::remote_write,
-                                 fmt::format("ack target of shard {}", i), &self->memory_counters_);
+    auto a = self->memory_.take(64, Access::local_write | Access::remote_write,
+                                fmt::format("ack target of shard {}", i));
     if (!a.ok()) return std::move(a).error();
     s->ack_target = std::move(a).value();
     for (uint32_t f = 0; f < options.peers.size(); ++f) {

@@ -64,16 +64,14 @@ Status Leader::init_tags(FollowerCarriers& fc) {
   // alone), so of queue_depth + 8 writes in a row on it a later one was acknowledged, and
   // the first, before it in the connection's order, was received: its slot is free again.
   const uint32_t per_carrier = options_.queue_depth + 8;
-  auto tags = RegisteredBuffer::create(
-      *transport_, size_t{per_carrier} * kMacTagBytes * fc.slots.size(),
-      transport::Access::local_write, fmt::format("write tags for follower {}", fc.follower),
-      &memory_counters_);
+  auto tags = memory_.take(size_t{per_carrier} * kMacTagBytes * fc.slots.size(),
+                           transport::Access::local_write,
+                           fmt::format("write tags for follower {}", fc.follower));
   if (!tags.ok()) return std::move(tags).error();
   fc.tags = std::move(tags).value();
-  auto replies = RegisteredBuffer::create(
-      *transport_, size_t{per_carrier} * kMacTagBytes * fc.slots.size(),
-      transport::Access::local_write | transport::Access::remote_write,
-      fmt::format("acknowledgement tags of follower {}", fc.follower), &memory_counters_);
+  auto replies = memory_.take(size_t{per_carrier} * kMacTagBytes * fc.slots.size(),
+                              transport::Access::local_write | transport::Access::remote_write,
+                              fmt::format("acknowledgement tags of follower {}", fc.follower));
   if (!replies.ok()) return std::move(replies).error();
   fc.reply_tags = std::move(replies).value();
   const auto whole = fc.reply_tags.remote();

@@ -56,9 +56,8 @@ Status Leader::open_wal() {
   const size_t largest = max_batch_bytes(options_);
   for (auto& sp : shards_) {
     Shard& s = *sp;
-    auto st = RegisteredBuffer::create(*transport_, largest, transport::Access::local_write,
-                                       fmt::format("catch-up staging buffer of shard {}", s.index),
-                                       &memory_counters_);
+    auto st = memory_.take(largest, transport::Access::local_write,
+                           fmt::format("catch-up staging buffer of shard {}", s.index));
     if (!st.ok()) return std::move(st).error();
     s.staging = std::move(st).value();
     const uint64_t last = rec.shard_seq[s.index];

@@ -13,8 +13,7 @@
 namespace rdmarepl::replication::detail {
 
 Status Leader::open_pool() {
-  auto z = RegisteredBuffer::create(*transport_, 64, transport::Access::local_write,
-                                    "zero padding of zero-copy batches", &memory_counters_);
+  auto z = memory_.take(64, transport::Access::local_write, "zero padding of zero-copy batches");
   if (!z.ok()) return std::move(z).error();
   zeros_ = std::move(z).value();
   regions_ = std::make_unique<StoreRegions>(memory::transport_registrar(*transport_),
@@ -25,7 +24,6 @@ Status Leader::open_pool() {
   // Several arenas, so that one whose chunks are all back can be re-carved for another size
   // class (a chunk keeps its class while its arena has any chunk out).
   po.arena_bytes = std::max(memory::kMaxClassSize, options_.zero_copy_pool_bytes / 8);
-  po.retain_arenas = SIZE_MAX;  // registered once, never released while the channel lives
   auto p =
       memory::SlabPool::create(po, memory::transport_registrar(*transport_), &memory_counters_);
   if (!p) {

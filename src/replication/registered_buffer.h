@@ -1,56 +1,44 @@
-// A registered buffer of the replication engine (the leader's retained windows and ack
-// targets, the follower's rings and large-record buffers): a memory::Arena (mmap'd, huge
-// pages when the system has them, registered once) plus the registrar it was registered
-// through. Move-only; deregisters, then unmaps.
+// A registered buffer of the replication engine (the leader's retained windows, catch-up
+// staging buffers and ack targets, the follower's rings and large-record buffers, the tag
+// slots of authenticated writes): memory taken from the channel's slab pools at create()
+// (channel_memory.h), a size-class chunk up to memory::kMaxClassSize and a run of
+// largest-class chunks above it. Move-only; gives the memory back to its pool when
+// destroyed. Nothing here registers: the pools' arenas were registered once, up front.
 #pragma once
 
 #include <cstddef>
-#include <memory>
-#include <string_view>
+#include <cstdint>
+#include <utility>
 
-#include "rdmarepl/core/result.h"
-#include "rdmarepl/memory/arena.h"
-#include "rdmarepl/memory/counters.h"
-#include "rdmarepl/memory/registrar.h"
+#include "rdmarepl/memory/slab_pool.h"
 #include "rdmarepl/transport/transport.h"
 
 namespace rdmarepl::replication::detail {
 
 class RegisteredBuffer {
  public:
-  // Control plane: map + register. The error says which buffer and how big. `transport`
-  // must outlive the buffer.
-  // `counters` (may be null) counts the registration and must outlive the buffer.
-  static Result<RegisteredBuffer> create(transport::Transport& transport, size_t bytes,
-                                         transport::Access access, std::string_view what,
-                                         memory::Counters* counters = nullptr);
-
   RegisteredBuffer() = default;
-  RegisteredBuffer(RegisteredBuffer&&) noexcept = default;
-  // The old arena is released (through the old registrar) before the registrar is replaced.
-  RegisteredBuffer& operator=(RegisteredBuffer&& other) noexcept {
-    if (this != &other) {
-      arena_ = std::move(other.arena_);
-      registrar_ = std::move(other.registrar_);
-      size_ = other.size_;
-    }
-    return *this;
-  }
+  explicit RegisteredBuffer(memory::Buffer chunk) noexcept
+      : data_(chunk.data()), size_(chunk.size()), keys_(chunk.keys()), chunk_(std::move(chunk)) {}
+  explicit RegisteredBuffer(memory::LargeBuffer run) noexcept
+      : data_(run.data()), size_(run.size()), keys_(run.keys()), run_(std::move(run)) {}
 
-  [[nodiscard]] std::byte* data() const noexcept { return arena_.base(); }
-  // The size asked for; the mapping may be larger (rounded up to its page size).
+  [[nodiscard]] std::byte* data() const noexcept { return data_; }
+  // The size asked for; the chunk or run may be larger.
   [[nodiscard]] size_t size() const noexcept { return size_; }
-  [[nodiscard]] uint32_t lkey() const noexcept { return arena_.region().keys.lkey; }
+  [[nodiscard]] uint32_t lkey() const noexcept { return keys_.lkey; }
   [[nodiscard]] transport::RemoteRegion remote() const noexcept {
-    return transport::RemoteRegion{reinterpret_cast<uint64_t>(arena_.base()),
-                                   static_cast<uint32_t>(size_), arena_.region().keys.rkey};
+    return transport::RemoteRegion{reinterpret_cast<uint64_t>(data_), static_cast<uint32_t>(size_),
+                                   keys_.rkey};
   }
 
  private:
-  // The arena keeps a pointer to the registrar: declared first, destroyed last.
-  std::unique_ptr<memory::Registrar> registrar_;
-  memory::Arena arena_;
+  std::byte* data_ = nullptr;
   size_t size_ = 0;
+  transport::MemoryKeys keys_{};
+  // One of the two holds the memory.
+  memory::Buffer chunk_;
+  memory::LargeBuffer run_;
 };
 
 }  // namespace rdmarepl::replication::detail

@@ -25,8 +25,8 @@ list(APPEND RDMAREPL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/leader_wal.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_zero_copy.cc
   ${CMAKE_CURRENT_LIST_DIR}/options.cc
+  ${CMAKE_CURRENT_LIST_DIR}/channel_memory.cc
   ${CMAKE_CURRENT_LIST_DIR}/probe.cc
-  ${CMAKE_CURRENT_LIST_DIR}/registered_buffer.cc
   ${CMAKE_CURRENT_LIST_DIR}/store_regions.cc
   ${CMAKE_CURRENT_LIST_DIR}/transport_select.cc
   ${CMAKE_CURRENT_LIST_DIR}/write_mac.cc)

@@ -41,13 +41,14 @@ TEST_CASE("doctor: the channel's needs follow its options", "[doctor]") {
   o.zero_copy_pool_bytes = 4 << 20;
   auto n = needs_of(o, 3);
   CHECK(n.registered_bytes == (2 * (8 << 20) + (4 << 20)));
-  CHECK(n.largest_region == (8 << 20));
+  CHECK(n.largest_region == 2 * (8 << 20));  // the windows' arena
   CHECK(n.queue_pairs == 6);
   o.role = replication::Role::follower;
   o.ring_bytes = 1 << 20;
   o.max_value_bytes = 2 << 20;
   n = needs_of(o, 3);
   CHECK(n.registered_bytes == 2u * 2 * (3 << 20));
+  CHECK(n.largest_region == 2u * (3 << 20));  // one generation's arena
   CHECK(n.queue_pairs == 2);
 }
 

@@ -30,8 +30,6 @@ bool inside(const Buffer& b, const std::vector<transport::RegisteredRegion>& reg
   return false;
 }
 
-constexpr uint64_t kHour = 3600ull * 1'000'000'000ull;
-
 }  // namespace
 
 TEST_CASE("the pool size defaults to twice the working set", "[unit][memory]") {
@@ -168,75 +166,62 @@ TEST_CASE("buffers are move-only handles that return their chunk exactly once", 
   CHECK(pool.alloc(kMaxClassSize));
 }
 
-TEST_CASE("growing the pool registers one arena on the control plane", "[unit][memory]") {
+TEST_CASE("a large buffer is a run of largest-class chunks of one arena", "[unit][memory]") {
   testing::FakeRegistrar fake;
-  auto created = SlabPool::create(small_pool(), fake.registrar());
+  PoolOptions o = small_pool();
+  o.pool_bytes = 8 * kMaxClassSize;
+  o.arena_bytes = 4 * kMaxClassSize;
+  auto created = SlabPool::create(o, fake.registrar());
   REQUIRE(created.ok());
   SlabPool& pool = **created;
-  Buffer a = pool.alloc(kMaxClassSize);
+  const int regs = fake.reg_calls();
+  REQUIRE(regs == 2);
+
+  LargeBuffer a = pool.alloc_large(3 * kMaxClassSize - 100);  // three chunks of arena 0
   REQUIRE(a);
+  CHECK(a.size() == 3 * kMaxClassSize - 100);
+  CHECK(a.capacity() == 3 * kMaxClassSize);
+  CHECK(reinterpret_cast<uintptr_t>(a.data()) % kPageSize == 0);
+  CHECK(a.keys().lkey != 0);
+  std::memset(a.data(), 7, a.capacity());
+  // Arena 0 has one chunk left: two more chunks come from arena 1, with its keys.
+  LargeBuffer b = pool.alloc_large(2 * kMaxClassSize);
+  REQUIRE(b);
+  CHECK(b.keys().lkey != a.keys().lkey);
+  CHECK((b.data() + b.capacity() <= a.data() || b.data() >= a.data() + a.capacity()));
+  // No arena has four contiguous chunks left: refused, counted, nothing registered.
+  CHECK_FALSE(pool.alloc_large(4 * kMaxClassSize));
+  CHECK(pool.stats().failed_allocations == 1);
+  CHECK(fake.reg_calls() == regs);
+
+  // Released, the run's chunks are ordinary largest-class chunks: with the one chunk left in
+  // each arena, all eight can be taken.
+  a.reset();
+  b.reset();
+  CHECK_FALSE(a);
+  std::vector<Buffer> all;
+  for (int i = 0; i < 8; ++i) all.push_back(pool.alloc(kMaxClassSize));
+  for (const auto& c : all) CHECK(c);
   CHECK_FALSE(pool.alloc(kMaxClassSize));
-  REQUIRE(pool.grow(kMaxClassSize).ok());
-  CHECK(fake.reg_calls() == 2);
-  CHECK(pool.arena_count() == 2);
-  Buffer b = pool.alloc(kMaxClassSize);
-  CHECK(b);
+  CHECK(fake.reg_calls() == regs);
 }
 
-TEST_CASE("idle arenas are released, arenas with a live buffer are not", "[unit][memory]") {
-  testing::FakeRegistrar fake;
-  PoolOptions o = small_pool(2);
-  o.idle_timeout = std::chrono::milliseconds(50);
-  TranslationTable table;
-  const uint64_t t0 = mono_ns();  // before any arena's idle clock starts
-  auto created = SlabPool::create(o, fake.registrar(), nullptr, &table);
-  REQUIRE(created.ok());
-  SlabPool& pool = **created;
-  REQUIRE(table.size() == 2);
-
-  Buffer live = pool.alloc(1000);
-  REQUIRE(live);
-  const void* live_arena = table.lookup(live.data())->addr;
-
-  // As of a time before any arena has been idle for the timeout, nothing goes.
-  CHECK(pool.reclaim_idle(t0) == 0);
-
-  // Far in the future: only the arena without live chunks goes.
-  CHECK(pool.reclaim_idle(mono_ns() + kHour) == 1);
-  CHECK(pool.arena_count() == 1);
-  CHECK(fake.dereg_calls() == 1);
-  CHECK(fake.is_live(live_arena));
-  CHECK(table.size() == 1);
-  std::memset(live.data(), 1, live.capacity());  // still mapped
-
-  // A chunk parked in this thread's cache still pins the arena.
-  live.reset();
-  CHECK(pool.reclaim_idle(mono_ns() + kHour) == 0);
-  pool.flush_thread_cache();
-
-  // Real time: once the timeout has passed the arena is released.
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  CHECK(pool.reclaim_idle() == 1);
-  CHECK(pool.arena_count() == 0);
-  CHECK(fake.dereg_calls() == 2);
-  CHECK(fake.live() == 0);
-  CHECK(table.size() == 0);
-  CHECK(pool.stats().arenas_released == 2);
-  CHECK(pool.stats().bytes_registered == 0);
-  // With no arena left, allocation fails until the owner grows the pool.
-  CHECK_FALSE(pool.alloc(64));
-  REQUIRE(pool.grow(kMaxClassSize).ok());
-  CHECK(pool.alloc(64));
-}
-
-TEST_CASE("retained arenas are never released", "[unit][memory]") {
-  PoolOptions o = small_pool(2);
-  o.retain_arenas = 1;
+TEST_CASE("small chunks and a large buffer share an arena without overlap", "[unit][memory]") {
+  PoolOptions o = small_pool();
+  o.pool_bytes = 4 * kMaxClassSize;
+  o.arena_bytes = 4 * kMaxClassSize;
   auto created = SlabPool::create(o, local_registrar());
   REQUIRE(created.ok());
-  CHECK((*created)->reclaim_idle(mono_ns() + kHour) == 1);
-  CHECK((*created)->arena_count() == 1);
-  CHECK((*created)->reclaim_idle(mono_ns() + kHour) == 0);
+  SlabPool& pool = **created;
+  Buffer small = pool.alloc(100);  // carves a batch of 128 B chunks at the arena's start
+  REQUIRE(small);
+  LargeBuffer big = pool.alloc_large(2 * kMaxClassSize);
+  REQUIRE(big);
+  CHECK(big.data() >= small.data() + small.capacity());
+  CHECK(big.keys() == small.keys());
+  CHECK_FALSE(pool.alloc_large(2 * kMaxClassSize));  // the carved batch took part of a chunk
+  LargeBuffer one = pool.alloc_large(kMaxClassSize);
+  CHECK(one);
 }
 
 TEST_CASE("an exiting thread returns its cached chunks", "[unit][memory]") {
@@ -252,7 +237,9 @@ TEST_CASE("an exiting thread returns its cached chunks", "[unit][memory]") {
   t.join();
   CHECK(all_ok);
   CHECK(pool.stats().allocations[class_of(256)] == 100);
-  CHECK(pool.reclaim_idle(mono_ns() + kHour) == 1);
+  CHECK(pool.stats().chunks_out == 0);
+  // Every chunk is back in the shared lists: the arena can be re-carved for another class.
+  CHECK(pool.alloc(kMaxClassSize));
 }
 
 TEST_CASE("buffers are registered in the translation table through their arena", "[unit][memory]") {

@@ -7,17 +7,33 @@
 
 #include <memory>
 
+#include "channel_memory.h"
 #include "loopback_transport.h"
 
 using rdmarepl::replication::detail::BatchDesc;
-using rdmarepl::replication::detail::RegisteredBuffer;
+using rdmarepl::replication::detail::ChannelMemory;
+using rdmarepl::replication::detail::MemoryPlan;
 using rdmarepl::replication::detail::RetainedWindow;
 using Room = RetainedWindow::Room;
 
 namespace {
 
-RetainedWindow make_window(rdmarepl::test::LoopbackTransport& t, size_t bytes, size_t batches) {
-  auto b = RegisteredBuffer::create(t, bytes, rdmarepl::transport::Access::local_write, "window");
+// A transport and the registered memory windows are taken from (declared before a window,
+// so that it outlives it).
+struct Memory {
+  rdmarepl::test::LoopbackTransport transport{std::make_shared<rdmarepl::test::LoopbackFabric>()};
+  ChannelMemory memory;
+  Memory() {
+    MemoryPlan plan;
+    plan.add(rdmarepl::transport::Access::local_write, 4096);
+    auto m = ChannelMemory::create(transport, plan, nullptr);
+    REQUIRE(m.ok());
+    memory = std::move(m).value();
+  }
+};
+
+RetainedWindow make_window(Memory& t, size_t bytes, size_t batches) {
+  auto b = t.memory.take(bytes, rdmarepl::transport::Access::local_write, "window");
   REQUIRE(b.ok());
   return RetainedWindow(std::move(b).value(), batches);
 }
@@ -37,7 +53,7 @@ void add(RetainedWindow& w, uint64_t len, uint64_t first, uint32_t count) {
 }  // namespace
 
 TEST_CASE("the window evicts only what the leader allows, oldest first", "[window]") {
-  rdmarepl::test::LoopbackTransport t(std::make_shared<rdmarepl::test::LoopbackFabric>());
+  Memory t;
   auto w = make_window(t, 1024, 64);
   const auto all = [](const BatchDesc&) { return true; };
   REQUIRE(w.make_room(400, 1024, all) == Room::ok);
@@ -62,7 +78,7 @@ TEST_CASE("the window evicts only what the leader allows, oldest first", "[windo
 }
 
 TEST_CASE("the live limit and the descriptor slots bound the window too", "[window]") {
-  rdmarepl::test::LoopbackTransport t(std::make_shared<rdmarepl::test::LoopbackFabric>());
+  Memory t;
   auto w = make_window(t, 4096, 2);
   const auto all = [](const BatchDesc&) { return true; };
   const auto none = [](const BatchDesc&) { return false; };
@@ -80,7 +96,7 @@ TEST_CASE("the live limit and the descriptor slots bound the window too", "[wind
 }
 
 TEST_CASE("the open batch grows in place by evicting what stands after it", "[window]") {
-  rdmarepl::test::LoopbackTransport t(std::make_shared<rdmarepl::test::LoopbackFabric>());
+  Memory t;
   auto w = make_window(t, 1000, 64);
   const auto all = [](const BatchDesc&) { return true; };
   const auto none = [](const BatchDesc&) { return false; };
@@ -103,7 +119,7 @@ TEST_CASE("the open batch grows in place by evicting what stands after it", "[wi
 }
 
 TEST_CASE("a resuming follower continues at the batch holding its next seq", "[window]") {
-  rdmarepl::test::LoopbackTransport t(std::make_shared<rdmarepl::test::LoopbackFabric>());
+  Memory t;
   auto w = make_window(t, 4096, 64);
   const auto all = [](const BatchDesc&) { return true; };
   add(w, 256, 1, 10);   // seqs 1..10, bn 0
@@ -123,7 +139,7 @@ TEST_CASE("a resuming follower continues at the batch holding its next seq", "[w
 }
 
 TEST_CASE("bytes_after counts the retained batches a follower still lacks", "[window]") {
-  rdmarepl::test::LoopbackTransport t(std::make_shared<rdmarepl::test::LoopbackFabric>());
+  Memory t;
   auto w = make_window(t, 4096, 64);
   const auto all = [](const BatchDesc&) { return true; };
   CHECK(w.bytes_after(0) == 0);       // empty

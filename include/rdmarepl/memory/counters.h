@@ -22,8 +22,8 @@ struct MemoryStats {
   uint64_t failed_allocations = 0;                  // exhaustion or size above the largest class
   uint64_t arenas = 0;                              // now
   uint64_t bytes_mapped = 0;                        // now, arenas of this pool
-  uint64_t arenas_released = 0;                     // by reclaim_idle()
-  uint64_t translation_hits = 0;                    // TranslationTable lookups that found a region
+  uint64_t chunks_out = 0;        // now: chunks not in the pool's shared lists (live or in caches)
+  uint64_t translation_hits = 0;  // TranslationTable lookups that found a region
   uint64_t translation_misses = 0;
   uint64_t cache_hits = 0;  // RegistrationCache acquires served from the cache
   uint64_t cache_misses = 0;
@@ -67,7 +67,6 @@ class Counters {
     out.failed_allocations = ld(failed_allocations);
     out.arenas = ld(arenas);
     out.bytes_mapped = ld(bytes_mapped);
-    out.arenas_released = ld(arenas_released);
     out.translation_hits = ld(translation_hits);
     out.translation_misses = ld(translation_misses);
     out.cache_hits = ld(cache_hits);
@@ -84,7 +83,6 @@ class Counters {
   std::atomic<uint64_t> failed_allocations{0};
   std::atomic<uint64_t> arenas{0};
   std::atomic<uint64_t> bytes_mapped{0};
-  std::atomic<uint64_t> arenas_released{0};
   std::atomic<uint64_t> translation_hits{0};
   std::atomic<uint64_t> translation_misses{0};
   std::atomic<uint64_t> cache_hits{0};

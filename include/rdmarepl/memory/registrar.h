@@ -36,11 +36,6 @@ Registrar transport_registrar(transport::Transport& transport);
 // (which checks keys itself) and for tests.
 Registrar local_registrar();
 
-// No registration at all: an ordinary (unregistered) pool, whose keys are zero.
-inline Registrar no_registrar() {
-  return {};
-}
-
 // Calls `r.reg` and keeps `counters` (may be null) up to date. Control plane.
 Result<transport::RegisteredRegion> register_counted(const Registrar& r, Counters* counters,
                                                      void* addr, size_t length,

@@ -99,8 +99,6 @@ class RegistrationCache {
 
   // Deregisters unpinned entries unused for idle_timeout as of `now_ns`. Returns how many.
   size_t reclaim_idle(uint64_t now_ns = mono_ns());
-  // Deregisters every unpinned entry.
-  void clear();
 
   [[nodiscard]] size_t size() const;
   [[nodiscard]] const CacheOptions& options() const noexcept { return options_; }

@@ -3,13 +3,12 @@
 // Data path (alloc, Buffer::reset): a thread takes chunks from, and returns them to, its own
 // cache: no lock, no locked instruction, no registration. Only when its cache of a class
 // runs dry or overflows does it exchange a batch with the shared per-class list under that
-// class's mutex. Registration happens only in create() and grow(), on the control plane;
-// when the pool is exhausted alloc() returns an empty Buffer and counts a failure.
+// class's mutex. Registration happens only in create(), on the control plane: the pool never
+// grows, and when it is exhausted alloc() returns an empty Buffer and counts a failure.
 //
-// Idle release: reclaim_idle(), called periodically by the owner, releases (deregisters and
-// unmaps) every arena whose chunks have all been back in the shared lists for idle_timeout.
-// A live Buffer, or a chunk parked in some thread's cache, keeps its arena. Threads return
-// their cache when they exit; a long-lived idle thread can call flush_thread_cache().
+// Buffers above the largest class (alloc_large(), control plane) are runs of contiguous
+// largest-class chunks of one arena; they go back as ordinary largest-class chunks. Threads
+// return their cache when they exit; a long-lived idle thread can call flush_thread_cache().
 #pragma once
 
 #include <array>
@@ -29,6 +28,7 @@
 #include "rdmarepl/memory/buffer.h"
 #include "rdmarepl/memory/counters.h"
 #include "rdmarepl/memory/detail/slab_detail.h"
+#include "rdmarepl/memory/large_buffer.h"
 #include "rdmarepl/memory/registrar.h"
 #include "rdmarepl/memory/size_classes.h"
 #include "rdmarepl/memory/translation_table.h"
@@ -43,14 +43,11 @@ struct PoolOptions {
   double working_set_factor = 2.0;
   // If non-zero, the initial pool size in bytes (overrides working set x factor).
   size_t pool_bytes = 0;
-  // The initial pool is split into arenas of this size (the last may be smaller). Smaller
-  // arenas can be released independently when idle; each costs one registration.
+  // The initial pool is split into arenas of this size (the last may be smaller). An arena
+  // whose chunks are all back can be re-carved for another class; each costs one
+  // registration. A LargeBuffer lies in one arena, so it is at most this big.
   size_t arena_bytes = size_t{64} << 20;
   ArenaOptions arena{};
-  // An arena whose chunks have all been free this long is released by reclaim_idle().
-  std::chrono::milliseconds idle_timeout{std::chrono::seconds(300)};
-  // The first `retain_arenas` arenas are never released.
-  size_t retain_arenas = 0;
 
   [[nodiscard]] size_t initial_bytes() const noexcept {
     if (pool_bytes != 0) return pool_bytes;
@@ -74,11 +71,10 @@ class alignas(kCacheLine) SlabPool {
   // kMaxClassSize or the pool is exhausted (counted in failed_allocations). Never registers.
   [[nodiscard]] inline Buffer alloc(size_t size) noexcept;
 
-  // Control plane: maps and registers one more arena of at least `bytes`.
-  Status grow(size_t bytes);
-  // Control plane: releases arenas idle for idle_timeout as of `now_ns` (mono_ns() clock).
-  // Returns how many were released.
-  size_t reclaim_idle(uint64_t now_ns = mono_ns());
+  // Control plane: `size` bytes (any size, typically above kMaxClassSize) as a run of
+  // contiguous largest-class chunks not yet carved from one arena, or an empty LargeBuffer
+  // when no arena has that much left (counted in failed_allocations). Never registers.
+  [[nodiscard]] LargeBuffer alloc_large(size_t size) noexcept;
   // Returns the calling thread's cached free chunks to the shared lists.
   void flush_thread_cache() noexcept;
 
@@ -97,6 +93,8 @@ class alignas(kCacheLine) SlabPool {
            TranslationTable* table);
 
   inline void release(std::byte* p, detail::ArenaState* arena, unsigned cls) noexcept;
+  friend class LargeBuffer;
+  void release_large(std::byte* p, detail::ArenaState* arena, size_t size) noexcept;
   // The TLS slot memoising this pool's cache. Derived from the object's address (the class
   // is cache-line aligned) rather than loaded from a member, so that finding the cache is
   // not one more dependent load; a slot still belongs to a pool only if it holds its id_.
@@ -115,7 +113,7 @@ class alignas(kCacheLine) SlabPool {
   void drain(detail::ThreadCache& tc, unsigned cls, uint32_t keep) noexcept;
   bool recycle_free_arena() noexcept;
   void strip_locked(detail::ArenaState* arena) noexcept;
-  Status add_arena(size_t bytes, bool retained);
+  Status add_arena(size_t bytes);
   Buffer make_buffer(detail::FreeChunk& chunk, size_t size, unsigned cls) noexcept {
     detail::ArenaState* a = chunk.arena;
     RDMAREPL_MEMORY_UNPOISON(&chunk, class_size(cls));
@@ -185,6 +183,16 @@ inline transport::MemoryKeys Buffer::keys() const noexcept {
 inline void Buffer::reset() noexcept {
   if (data_ == nullptr) return;
   pool_->release(data_, arena_, cls_);
+  data_ = nullptr;
+}
+
+inline transport::MemoryKeys LargeBuffer::keys() const noexcept {
+  return arena_ != nullptr ? arena_->keys : transport::MemoryKeys{};
+}
+
+inline void LargeBuffer::reset() noexcept {
+  if (data_ == nullptr) return;
+  pool_->release_large(data_, arena_, size_);
   data_ = nullptr;
 }
 

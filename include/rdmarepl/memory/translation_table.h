@@ -38,7 +38,6 @@ class TranslationTable {
                                                                   size_t length) const;
 
   [[nodiscard]] size_t size() const;
-  [[nodiscard]] std::vector<transport::RegisteredRegion> regions() const;
   [[nodiscard]] const Counters& counters() const noexcept { return *counters_; }
 
  private:

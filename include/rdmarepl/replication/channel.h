@@ -112,8 +112,9 @@ class ReplicationChannel {
     return core_->write_buffer(key, std::move(value));
   }
   // The zero-copy pool's counters. `registrations` counts every registration of the channel
-  // (the pool's arenas, its windows and buffers; MetricsSnapshot::memory_registrations): all
-  // are made by create(), and it never grows on the data path. The store's regions
+  // (the pool's arenas and the arenas its windows and buffers come from;
+  // MetricsSnapshot::memory_registrations): all are made by create(), and it never grows
+  // after. The store's regions
   // (register_region() below) are counted apart, in MetricsSnapshot::region_registrations.
   [[nodiscard]] memory::MemoryStats memory_stats() const { return core_->memory_stats(); }
   // Zero-copy batches whose Buffers (or store-region values) are still held (not yet

@@ -51,7 +51,8 @@
   X(tuner_decisions, counter, "events", "decisions made by the channel's tuner")                   \
   X(followers, gauge, "followers", "leader: followers configured (per-follower entries used)")     \
   X(memory_registrations, counter, "registrations",                                                \
-    "memory registrations made; all at create(), none on the data path")                           \
+    "arenas registered for the channel's memory and its zero-copy pool; all at create(), none "    \
+    "after")                                                                                       \
   X(region_values_gathered, counter, "records",                                                    \
     "leader: replicate() values sent by gather from a registered store region")                    \
   X(region_cache_hits, counter, "records",                                                         \

@@ -128,7 +128,8 @@ struct ChannelOptions {
   size_t batch_bytes = 64 * 1024;
   std::chrono::microseconds flush_delay{200};
 
-  // Memory, registered once at create():
+  // Memory, taken at create() from arenas registered then, one per pool (docs/replication.md,
+  // "Memory"):
   //   follower: per shard, two receive rings of `ring_bytes` and two large-record buffers
   //             big enough for one record of `max_value_bytes` (two generations, so that a
   //             reconnecting leader never writes where the old connection is still read;

@@ -56,20 +56,17 @@ inline FreeChunk* make_free_chunk(std::byte* p, ArenaState* arena, size_t chunk_
 using FreeList =
     bi::slist<FreeChunk, bi::constant_time_size<false>, bi::linear<true>, bi::cache_last<false>>;
 
-// One arena plus the bookkeeping that decides when it may be released.
+// One arena plus the bookkeeping that decides when it may be re-carved.
 struct ArenaState {
   Arena arena;
   transport::MemoryKeys keys;
   // Chunks of this arena that are not in the shared per-class lists: live buffers plus
-  // chunks parked in thread caches. Changed only under some class mutex; zero means every
-  // chunk ever carved is back in the shared lists, so the arena may be released.
+  // chunks parked in thread caches (a LargeBuffer counts its chunks). Changed only under some
+  // class mutex; zero means every chunk ever carved is back in the shared lists, so the
+  // arena may be re-carved.
   std::atomic<uint64_t> out{0};
-  // mono_ns() when `out` last dropped to zero (or the arena was created).
-  std::atomic<uint64_t> idle_since_ns{0};
   // Bump pointer for carving new chunks; guarded by SlabPool::carve_mu_.
   size_t carved = 0;
-  // Never released by reclaim_idle() (the pool's retained arenas).
-  bool retained = false;
 };
 
 // A thread's private stock of free chunks for one pool. Only the owning thread touches the
