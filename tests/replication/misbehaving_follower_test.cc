@@ -210,6 +210,13 @@ TEST_CASE("a connected follower that never acknowledges does not stall the leade
   test::MapStore store;
   auto leader = open(o, store, fabric);
   silent.accept();
+  // The handshake is done on the silent follower's side; the leader installs the connection
+  // just after. Writes before that would move the window past the silent follower's resume
+  // point (seq 1), and the leader would refuse it instead of waiting for it.
+  REQUIRE(eventually([&] {
+    const auto m = leader->metrics();
+    return m.follower_connected[0] && m.follower_connected[1];
+  }));
   // Many times the window: without the timeout the window fills with batches the silent
   // follower holds and replicate() stalls.
   const std::string value(900, 'v');
@@ -222,7 +229,11 @@ TEST_CASE("a connected follower that never acknowledges does not stall the leade
   }
   REQUIRE(leader->wait(last, 10s).ok());
   CHECK(leader->metrics().ack_timeouts >= 1);
-  CHECK(logs.contains("acknowledged nothing for 300 ms", "ChannelOptions::ack_timeout"));
+  // The control thread logs the dropped connection after the poller counted the timeout.
+  CHECK(eventually([&] {
+    return logs.contains("(loopback:32103): connection dropped: it acknowledged nothing for 300 ms",
+                         "ChannelOptions::ack_timeout");
+  }));
 }
 
 TEST_CASE("an idle spell longer than ack_timeout does not count against the next batch",
