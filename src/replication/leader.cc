@@ -376,7 +376,7 @@ size_t Leader::poll_carriers(uint32_t worker, uint32_t workers) noexcept {
 void Leader::take_ack(Shard& s, Link& l) noexcept {
   const uint32_t in = l.ack_in.exchange(0, std::memory_order_acquire);
   if (in == 0) return;
-  l.heard_ns = mono_ns();
+  l.quiet_since_ns = mono_ns();
   const uint64_t acked = l.acked_seq.load(std::memory_order_relaxed);
   const uint64_t seq = widen_seq(in & kImmArgMask, acked);
   // A follower acknowledges at most the last seq of the newest batch it took in this session,

@@ -323,7 +323,7 @@ Status Leader::install(Shard& s, Link& l, const FollowerHello& hello) {
   l.shipping = false;
   ++l.generation;
   l.acked_seq.store(resume, std::memory_order_release);
-  l.heard_ns = mono_ns();
+  l.quiet_since_ns = mono_ns();
   l.made_progress = false;
   l.sent_seq = resume;
   l.up.store(true, std::memory_order_release);

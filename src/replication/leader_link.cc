@@ -91,6 +91,8 @@ Link::Post Link::post_batch(const transport::WriteRequest& bytes, bool large_bat
     large_busy = true;
   else
     f.ring_consumed = ring_space.place(len).consumed;
+  // The first batch in flight starts the follower's ack_timeout: before it, it owed nothing.
+  if (inflight_count == 0) quiet_since_ns = mono_ns();
   inflight[(inflight_head + inflight_count) % inflight.size()] = f;
   ++inflight_count;
   if (last_seq > sent_seq) sent_seq = last_seq;

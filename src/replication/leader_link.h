@@ -69,9 +69,11 @@ struct Link {
   // Shard lock: whether the follower acknowledged records sent on this connection (its
   // acknowledged seq moved past the resume point).
   bool made_progress = false;
-  // Shard lock: when the follower last answered on this connection (acknowledgement or
-  // checkpoint reply; install counts as one), for ChannelOptions::ack_timeout.
-  uint64_t heard_ns = 0;
+  // Shard lock: since when the follower owes an answer on this connection, for
+  // ChannelOptions::ack_timeout: its last acknowledgement (install counts as one), or the
+  // posting of a batch when nothing was in flight, whichever is later. A follower owes
+  // nothing while idle, so an idle spell does not count against the next batch.
+  uint64_t quiet_since_ns = 0;
 
   enum class Post : uint8_t {
     posted,
@@ -103,10 +105,12 @@ struct Link {
   // Why the carrier failed (for a log line), after post_batch() said disconnected.
   [[nodiscard]] std::string failure() const;
   // Whether the follower has batches in flight and answered nothing for more than
-  // `limit_ns` (0: never). A connection shipping a checkpoint is exempt: the
+  // `limit_ns` (0: never) since it last answered or, had it nothing in flight, since the
+  // oldest of them was posted. A connection shipping a checkpoint is exempt: the
   // catch-up thread bounds each chunk's wait itself.
   [[nodiscard]] bool silent(uint64_t limit_ns) const noexcept {
-    return limit_ns != 0 && inflight_count > 0 && !shipping && mono_ns() - heard_ns > limit_ns;
+    return limit_ns != 0 && inflight_count > 0 && !shipping &&
+           mono_ns() - quiet_since_ns > limit_ns;
   }
   // Retires the batches in flight that an acknowledgement of `seq` covers: their ring credit
   // or the large-record buffer is free again.

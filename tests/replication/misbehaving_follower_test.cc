@@ -116,6 +116,14 @@ std::unique_ptr<ReplicationChannel<test::MapStore>> open(
   return std::move(ch).value();
 }
 
+// Waits up to `limit` for `done()`, polling; returns whether it became true.
+template <class Done>
+bool eventually(Done done, std::chrono::milliseconds limit = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(2ms);
+  return done();
+}
+
 }  // namespace
 
 TEST_CASE("an acknowledgement of records never sent on the connection drops it",
@@ -202,6 +210,13 @@ TEST_CASE("a connected follower that never acknowledges does not stall the leade
   test::MapStore store;
   auto leader = open(o, store, fabric);
   silent.accept();
+  // The handshake is done on the silent follower's side; the leader installs the connection
+  // just after. Writes before that would move the window past the silent follower's resume
+  // point (seq 1), and the leader would refuse it instead of waiting for it.
+  REQUIRE(eventually([&] {
+    const auto m = leader->metrics();
+    return m.follower_connected[0] && m.follower_connected[1];
+  }));
   // Many times the window: without the timeout the window fills with batches the silent
   // follower holds and replicate() stalls.
   const std::string value(900, 'v');
@@ -214,5 +229,39 @@ TEST_CASE("a connected follower that never acknowledges does not stall the leade
   }
   REQUIRE(leader->wait(last, 10s).ok());
   CHECK(leader->metrics().ack_timeouts >= 1);
-  CHECK(logs.contains("acknowledged nothing for 300 ms", "ChannelOptions::ack_timeout"));
+  // The control thread logs the dropped connection after the poller counted the timeout.
+  CHECK(eventually([&] {
+    return logs.contains("(loopback:32103): connection dropped: it acknowledged nothing for 300 ms",
+                         "ChannelOptions::ack_timeout");
+  }));
+}
+
+TEST_CASE("an idle spell longer than ack_timeout does not count against the next batch",
+          "[replication][adversarial]") {
+  auto fabric = std::make_shared<LoopbackFabric>();
+  ChannelOptions o = leader_options({32104});
+  o.max_value_bytes = 1024;
+  o.retain_bytes = 256 * 1024;
+  o.ack_mode = AckMode::all;
+  o.ack_timeout = 1s;
+  ForgedFollower forged(fabric, o, 32104);
+  test::MapStore store;
+  auto leader = open(o, store, fabric);
+  forged.accept();
+  REQUIRE(eventually([&] { return leader->metrics().follower_connected[0]; }));
+  // Connected with nothing to acknowledge for longer than ack_timeout: it owes nothing yet.
+  std::this_thread::sleep_for(o.ack_timeout + 300ms);
+  auto w = leader->replicate("k", "v");
+  REQUIRE(w.ok());
+  REQUIRE(eventually([&] { return leader->metrics().batches_sent >= 1; }));
+  // The batch has been in flight for a small part of ack_timeout: the follower still has
+  // time to answer. Counted from the last answer (the install), the leader would drop it
+  // at its next poll.
+  std::this_thread::sleep_for(100ms);
+  CHECK(leader->metrics().ack_timeouts == 0);
+  REQUIRE(leader->metrics().follower_connected[0]);
+  forged.ack(w.ticket.seq);
+  CHECK(leader->wait(w.ticket, 10s).ok());
+  CHECK(leader->metrics().ack_timeouts == 0);
+  CHECK(leader->metrics().reconnects == 0);
 }
