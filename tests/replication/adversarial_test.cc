@@ -190,7 +190,9 @@ TEST_CASE("a real leader connects within connect_timeout while 200 idle sockets 
   CHECK(connected < kConnectTimeout);
 
   // Half of max_handshakes (32) were held and time out (then that address had more than a
-  // quarter of them); the rest were closed at once.
+  // quarter of them); the rest were closed at once. On a loaded machine the follower may
+  // still be taking the 200 in when the first held ones time out; each freed slot then
+  // holds one more, so 32 is the least, and most are still closed at once.
   const uint64_t held = fo.max_handshakes / 2;
   REQUIRE(eventually([&] { return follower->metrics().handshake_timeouts >= held; }, 5s));
   REQUIRE(eventually(
@@ -200,8 +202,9 @@ TEST_CASE("a real leader connects within connect_timeout while 200 idle sockets 
       },
       10s));
   const auto m = follower->metrics();
-  CHECK(m.handshake_timeouts == held);
-  CHECK(m.handshakes_refused == 200 - held);
+  CHECK(m.handshake_timeouts >= held);
+  CHECK(m.handshake_timeouts <= 2 * held);
+  CHECK(m.handshakes_refused + m.handshake_timeouts == 200);
   CHECK(logs.contains("handshake with 127.0.0.2:", "timed out"));
   CHECK(logs.contains("closed the connection from 127.0.0.2:", "at once"));
 
