@@ -15,10 +15,10 @@ namespace rdmarepl {
 // The names a store uses, lifted to the top namespace.
 using replication::AckMode;
 using replication::AwayPolicy;
+using replication::BatchStore;
 using replication::ChannelOptions;
 using replication::DurableStore;
 using replication::GroupOp;
-using replication::BatchStore;
 using replication::GroupStore;
 using replication::HistogramField;
 using replication::kHistogramFields;
