@@ -15,7 +15,7 @@
 namespace rdmarepl::reads {
 
 // A get() spins this long after its last response before it blocks in the transport.
-constexpr uint64_t kSpinNs = 10'000;
+constexpr uint64_t kClientSpinNs = 10'000;
 
 // One endpoint and, while it works, its link.
 struct Replica {
@@ -242,7 +242,7 @@ Status ReadClient::Impl::run(std::span<const std::string_view> keys, const Consi
     // messages outstanding (so that waiting clients leave the cores to the replicas).
     const uint64_t now = mono_ns();
     if (got > 0) last_progress = now;
-    if (now - last_progress > kSpinNs) {
+    if (now - last_progress > kClientSpinNs) {
       waiting.clear();
       for (auto& x : replicas)
         if (x.link && x.link->in_flight() > 0) waiting.push_back(&x.link->connection());
