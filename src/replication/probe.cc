@@ -86,18 +86,22 @@ Status answer_probe(Connection& c, Deadline deadline) {
                                        : "the prober sent no write-with-immediate in time");
 }
 
-std::string probe_round_trip(Connection& c, uint32_t imm, Deadline deadline) {
-  if (post_imm(c, imm, false) != PostStatus::ok) return c.error().message();
+std::string await_imm(Connection& c, uint32_t imm, Deadline deadline, std::string_view on_timeout) {
   std::array<Completion, 8> wc;
   while (!deadline.expired()) {
     (void)c.wait(std::chrono::milliseconds(10));
     const size_t n = c.poll(wc);
     for (size_t i = 0; i < n; ++i) {
       if (wc[i].status != WcStatus::success) return failure_reason(c, wc[i].status);
-      if (wc[i].opcode == WcOpcode::recv_rdma_with_imm && wc[i].imm == imm + 1) return "";
+      if (wc[i].opcode == WcOpcode::recv_rdma_with_imm && wc[i].imm == imm) return "";
     }
   }
-  return "no answer arrived in time: see the follower's log";
+  return std::string(on_timeout);
+}
+
+std::string probe_round_trip(Connection& c, uint32_t imm, Deadline deadline) {
+  if (post_imm(c, imm, false) != PostStatus::ok) return c.error().message();
+  return await_imm(c, imm + 1, deadline, "no answer arrived in time: see the follower's log");
 }
 
 }  // namespace rdmarepl::replication::detail

@@ -35,4 +35,9 @@ Status answer_probe(transport::Connection& c, Deadline deadline);
 // not.
 std::string probe_round_trip(transport::Connection& c, uint32_t imm, Deadline deadline);
 
+// Waits until `deadline` for a write-with-immediate carrying `imm` to arrive on `c`. "" on
+// arrival; the failed completion's reason; or `on_timeout`. Also the doctor's echo check.
+std::string await_imm(transport::Connection& c, uint32_t imm, Deadline deadline,
+                      std::string_view on_timeout);
+
 }  // namespace rdmarepl::replication::detail

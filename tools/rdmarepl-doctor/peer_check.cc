@@ -47,20 +47,6 @@ WriteRequest write_to_peer(const EchoBuffer& b, const Connection& c, uint32_t le
   return w;
 }
 
-// Waits for the receive completion with `imm`; "" on success, else why not.
-std::string await_echo(Connection& c, uint32_t imm, Deadline deadline) {
-  std::array<Completion, 8> wc;
-  while (!deadline.expired()) {
-    (void)c.wait(std::chrono::milliseconds(10));
-    const size_t n = c.poll(wc);
-    for (size_t i = 0; i < n; ++i) {
-      if (wc[i].status != WcStatus::success) return failure_reason(c, wc[i].status);
-      if (wc[i].opcode == WcOpcode::recv_rdma_with_imm && wc[i].imm == imm) return "";
-    }
-  }
-  return "no echo arrived in time: is the peer a `rdmarepl-doctor --listen`?";
-}
-
 // Serves one connection: every write-with-immediate is written back with imm + 1.
 void serve(Connection& c, EchoBuffer& b) {
   std::array<Completion, 8> wc;
@@ -193,7 +179,9 @@ Check check_peer(const Endpoint& peer, const PeerOptions& options) {
   const WriteRequest w = write_to_peer(*out, link, kEchoBytes, kImm);
   const auto t0 = Clock::now();
   std::string why = link.post_writes({&w, 1}) == PostStatus::ok
-                        ? await_echo(link, kImm + 1, Deadline::after(options.timeout))
+                        ? replication::detail::await_imm(
+                              link, kImm + 1, Deadline::after(options.timeout),
+                              "no echo arrived in time: is the peer a `rdmarepl-doctor --listen`?")
                         : link.error().message();
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
   if (why.empty() && in->bytes != out->bytes) why = "the echo arrived but its bytes differ";
