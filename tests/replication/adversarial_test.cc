@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "log_capture.h"
+#include "open_channel.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/rdmarepl.h"
 #include "test_store.h"
@@ -26,6 +27,7 @@ using namespace rdmarepl;
 using namespace std::chrono_literals;
 using test::LogCapture;
 using test::MapStore;
+using test::open;
 
 namespace {
 
@@ -49,13 +51,6 @@ ChannelOptions base(Role role, std::string node) {
   o.reconnect_interval = 20ms;
   o.reconnect_max_interval = 200ms;
   return o;
-}
-
-std::unique_ptr<Channel> open(const ChannelOptions& o, MapStore& store) {
-  auto ch = Channel::create(o, store);
-  INFO((ch.ok() ? std::string() : ch.error().message()));
-  REQUIRE(ch.ok());
-  return std::move(ch).value();
 }
 
 std::unique_ptr<Channel> leader_of(const Channel& follower, std::string node, uint64_t epoch,

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "log_capture.h"
+#include "open_channel.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/rdmarepl.h"
 #include "tamper_proxy.h"
@@ -21,6 +22,7 @@ using namespace rdmarepl;
 using namespace std::chrono_literals;
 using test::LogCapture;
 using test::MapStore;
+using test::open;
 using test::TamperProxy;
 using wal::test::TempDir;
 
@@ -65,13 +67,6 @@ ChannelOptions leader_options(std::string node, const std::string& key, uint16_t
     o.checkpoint_every_bytes = 256 * 1024;
   }
   return o;
-}
-
-std::unique_ptr<Channel> open(const ChannelOptions& o, MapStore& store) {
-  auto ch = Channel::create(o, store);
-  INFO((ch.ok() ? std::string() : ch.error().message()));
-  REQUIRE(ch.ok());
-  return std::move(ch).value();
 }
 
 template <typename Pred>

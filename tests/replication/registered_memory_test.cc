@@ -13,6 +13,7 @@
 #include "channel_memory.h"
 #include "loopback_options.h"
 #include "loopback_transport.h"
+#include "open_channel.h"
 #include "rdmarepl/rdmarepl.h"
 #include "test_store.h"
 #include "wal/wal_test_util.h"
@@ -22,6 +23,7 @@ using namespace std::chrono_literals;
 using replication::detail::ChannelMemory;
 using replication::detail::MemoryPlan;
 using test::MapStore;
+using test::open;
 
 namespace {
 
@@ -38,13 +40,6 @@ ChannelOptions long_run_options() {
   o.wal_segment_bytes = 4 << 20;
   o.ack_mode = AckMode::one;
   return o;
-}
-
-std::unique_ptr<Channel> open(const ChannelOptions& o, MapStore& store) {
-  auto ch = Channel::create(o, store);
-  INFO((ch.ok() ? std::string() : ch.error().message()));
-  REQUIRE(ch.ok());
-  return std::move(ch).value();
 }
 
 std::unique_ptr<Channel> open_follower(ChannelOptions o, MapStore& store, uint16_t port = 0) {
