@@ -284,7 +284,9 @@ size_t Follower::poll_carrier(Carrier& carrier) noexcept {
   for (size_t i = 0; i < n; ++i) {
     const auto& e = wc[i];
     if (e.status != transport::WcStatus::success) {
-      drop(transport::failure_reason(c, e.status));
+      const bool protocol = peer_violated_protocol(c);
+      if (protocol) ChannelMetrics::add(metrics_.protocol_errors);
+      drop(transport::failure_reason(c, e.status), protocol);
       return n;
     }
     if (e.opcode != transport::WcOpcode::recv_rdma_with_imm) continue;  // our acks

@@ -319,6 +319,7 @@ size_t Leader::drain_carrier(FollowerCarriers& fc, Carrier& c,
   for (size_t i = 0; i < n; ++i) {
     const auto& e = wc[i];
     if (e.status != transport::WcStatus::success) {
+      if (peer_violated_protocol(conn)) ChannelMetrics::add(metrics_.protocol_errors);
       fc.fail(transport::failure_reason(conn, e.status));
       return n;
     }

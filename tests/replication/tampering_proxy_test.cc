@@ -60,6 +60,7 @@ struct Outcome {
   uint64_t forged_applied = 0;
   uint64_t auth_failures = 0;         // the follower's
   uint64_t leader_auth_failures = 0;  // the leader's (acknowledgements)
+  uint64_t protocol_errors = 0;       // the follower's
   bool converged = false;
 };
 
@@ -99,8 +100,13 @@ Outcome run_attack(TamperProxy::Attack attack, std::string_view key) {
                ? follower_store.data.size() == want.size()
                : follower_store.data == want;
   });
+  // The follower converges whether or not the leader has read the altered acknowledgement
+  // yet: wait for its check before reading the counts.
+  if (attack == TamperProxy::Attack::change_ack)
+    (void)eventually([&] { return (*leader)->metrics().auth_failures >= 1; });
   out.forged_applied = follower_store.forged.load();
   out.auth_failures = (*follower)->metrics().auth_failures;
+  out.protocol_errors = (*follower)->metrics().protocol_errors;
   out.leader_auth_failures = (*leader)->metrics().auth_failures;
   return out;
 }
@@ -159,11 +165,14 @@ TEST_CASE("garbage frames after the handshake are named, dropped, and the leader
   struct Garbage {
     TamperProxy::Attack attack;
     const char* logged;
+    bool protocol_error;  // counted in protocol_errors: no conforming peer sends it
   };
+  // A frame cut short by a closed connection is what a peer that crashed leaves too: it is
+  // logged but not counted as a protocol error.
   const Garbage cases[] = {
-      {TamperProxy::Attack::garbage_bytes, "sent bytes that are not a valid frame header"},
-      {TamperProxy::Attack::oversized_frame, "does not lie wholly inside the region"},
-      {TamperProxy::Attack::truncated_frame, "a truncated frame"},
+      {TamperProxy::Attack::garbage_bytes, "sent bytes that are not a valid frame header", true},
+      {TamperProxy::Attack::oversized_frame, "does not lie wholly inside the region", true},
+      {TamperProxy::Attack::truncated_frame, "a truncated frame", false},
   };
   for (const char* key : {"", "shared secret"}) {
     for (const auto& g : cases) {
@@ -172,6 +181,10 @@ TEST_CASE("garbage frames after the handshake are named, dropped, and the leader
       const Outcome o = run_attack(g.attack, key);
       CHECK(o.converged);
       CHECK(o.auth_failures == 0);  // the transport refused it before any tag was checked
+      if (g.protocol_error)
+        CHECK(o.protocol_errors >= 1);
+      else
+        CHECK(o.protocol_errors == 0);
       CHECK(logs.contains("dropping the connections from leader leader", g.logged));
     }
   }

@@ -21,7 +21,7 @@
   X(retained_bytes, gauge, "bytes", "leader: bytes the retained windows hold for followers")       \
   X(catchup_bytes, counter, "bytes", "leader: log batches and checkpoint chunks sent to catch up") \
   X(reconnects, counter, "connections", "connections (re)established after the first")             \
-  X(protocol_errors, counter, "events", "bad batches / immediates (connection dropped)")           \
+  X(protocol_errors, counter, "events", "bad batches, immediates, frames (connection dropped)")    \
   X(ack_timeouts, counter, "events", "leader: connections dropped by ack_timeout")                 \
   X(handshake_timeouts, counter, "connections",                                                    \
     "follower: accepted connections whose handshake did not end within connect_timeout")           \
