@@ -55,7 +55,7 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
   self->metrics_.followers.store(static_cast<uint32_t>(options.peers.size()));
   RDMAREPL_TRY(self->writes_.open(self->memory_, *self->transport_, self->memory_counters_,
                                   self->region_counters_));
-  RDMAREPL_TRY(self->open_wal());
+  RDMAREPL_TRY(self->log_.open());
   // One synchronous round so that a channel created while its followers are up starts
   // connected; followers that are not reachable yet are retried by the control thread.
   const uint64_t now = mono_ns();
@@ -64,7 +64,7 @@ Result<std::unique_ptr<ChannelCore>> Leader::create(const ChannelOptions& option
   for (uint32_t f = 0; f < self->sessions_.followers(); ++f)
     self->sessions_.start_session(self->sessions_.follower(f));
   Leader* raw = self.get();
-  self->start_wal();
+  self->log_.start();
   self->start_threads([raw] { raw->control_loop(); });
   return std::unique_ptr<ChannelCore>(std::move(self));
 }
@@ -146,7 +146,7 @@ void Leader::seal_open(Shard& s) noexcept {
   d.large = s.open_large;
   s.open_active = false;
   s.open_large = false;
-  wal_seal(s, d);
+  log_.seal(s, d);
   push_desc(s, d);
 }
 
@@ -195,7 +195,7 @@ void Leader::seal_gathered(Shard& s, std::span<const std::byte> value, uint32_t 
   d.value_lkey = lkey;
   s.open_active = false;
   s.open_large = false;
-  wal_seal(s, d);
+  log_.seal(s, d);
   push_desc(s, d);
   s.window.hold_newest(std::move(held));
 }
@@ -349,13 +349,13 @@ void Leader::send_pending(Shard& s) noexcept {
 void Leader::close() noexcept {
   if (closed_.exchange(true)) return;
   stop_threads();
-  if (catchup_) catchup_->stop();
+  log_.stop_catch_up();
   for (auto& sp : shards_) {
     std::lock_guard lock(sp->mu);
     for (auto& l : sp->links) l->up.store(false);
   }
   sessions_.close();
-  if (wal_) wal_->close();
+  log_.close();
   commits_.fail_callbacks_on_close();
 }
 

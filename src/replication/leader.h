@@ -23,15 +23,13 @@
 #include "leader_gathered.h"
 #include "leader_sessions.h"
 #include "leader_shard.h"
+#include "leader_wal.h"
 #include "rdmarepl/replication/detail/batch_format.h"
 #include "ring_space.h"
 
 namespace rdmarepl::replication::detail {
 
-class Leader final : public CoreBase,
-                     private CatchUpHost,
-                     private SessionHost,
-                     private GatheredHost {
+class Leader final : public CoreBase, private LogHost, private SessionHost, private GatheredHost {
  public:
   static Result<std::unique_ptr<ChannelCore>> create(const ChannelOptions& options,
                                                      std::unique_ptr<transport::Transport> t,
@@ -97,14 +95,14 @@ class Leader final : public CoreBase,
         writes_(options_, metrics_, shards_, closed_, static_cast<GatheredHost&>(*this)),
         sessions_(options_, metrics_, *transport_, memory_, shards_, closed_, wal_,
                   static_cast<SessionHost&>(*this)),
-        store_(store),
+        log_(options_, metrics_, memory_, store, shards_, wal_, static_cast<LogHost&>(*this)),
         commits_(options_, metrics_, shards_, closed_, wal_, *this) {}
 
   // Whether the oldest batch `d` of `s` may leave the retained window: durable, and no
   // connected follower that takes from the window still needs it (one catching up from the
   // log reads it back from there).
   [[nodiscard]] bool evictable(const Shard& s, const BatchDesc& d) const noexcept;
-  RetainedWindow::Room make_room(Shard& s, uint64_t len) noexcept;
+  RetainedWindow::Room make_room(Shard& s, uint64_t len) noexcept override;
   // Places the open batch for one more record of `rec` bytes (`large`: alone), sealing and
   // sending what is in the way; waits up to stall_timeout while the window is full. ok,
   // stalled or closed.
@@ -122,7 +120,7 @@ class Leader final : public CoreBase,
   // The local segments of batch `d`: its bytes in the window, or a gathered batch's head,
   // value and padding.
   [[nodiscard]] transport::WriteRequest batch_bytes(const Shard& s,
-                                                    const BatchDesc& d) const noexcept;
+                                                    const BatchDesc& d) const noexcept override;
   void push_desc(Shard& s, const BatchDesc& d) noexcept;
   void send_pending(Shard& s) noexcept override;
   // Processes the newest acknowledgement the poller left for `l` (shard lock held).
@@ -134,14 +132,10 @@ class Leader final : public CoreBase,
   // (LeaderSessions::tend()).
   void control_loop() noexcept;
 
-  // Write-ahead log (leader_wal.cc; all no-ops without ChannelOptions::wal_dir).
-  Status open_wal();  // recovers the store, the seqs and the retained window
-  void start_wal();
-  void wal_seal(Shard& s, BatchDesc& d) noexcept;
-  [[nodiscard]] bool wal_sendable(const BatchDesc& d) const noexcept override;
-  // Puts a replayed batch back into the retained window; false when these options cannot
-  // send it (written under a larger ring_bytes or max_value_bytes).
-  bool recover_batch(const BatchView& v, std::span<const std::byte> bytes) noexcept;
+  // Write-ahead: whether `d` may be sent and evicted (LeaderLog::sendable()).
+  [[nodiscard]] bool wal_sendable(const BatchDesc& d) const noexcept override {
+    return log_.sendable(d);
+  }
 
  public:
   // Tests and tools: the log (null without wal_dir).
@@ -162,10 +156,10 @@ class Leader final : public CoreBase,
   std::atomic<uint64_t> live_batch_bytes_{0};
   std::atomic<uint64_t> live_flush_ns_{0};
   std::atomic<uint64_t> window_limit_{0};  // usable bytes of each shard's retained window
-  StoreHooks store_;
+  // The log (null without wal_dir), then what recovers, appends to and catches up from it
+  // (its catch-up thread goes before the log does).
   std::unique_ptr<Wal> wal_;
-  // Catch-up of followers older than the window, from the log (null without wal_dir).
-  std::unique_ptr<CatchUp> catchup_;
+  LeaderLog log_;
   // The commit point under the ack mode, waits and commit callbacks (after the members it
   // refers to).
   LeaderCommits commits_;

@@ -7,6 +7,7 @@ list(APPEND RDMAREPL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/durability.cc
   ${CMAKE_CURRENT_LIST_DIR}/follower.cc
   ${CMAKE_CURRENT_LIST_DIR}/follower_accept.cc
+  ${CMAKE_CURRENT_LIST_DIR}/follower_chunks.cc
   ${CMAKE_CURRENT_LIST_DIR}/follower_ship.cc
   ${CMAKE_CURRENT_LIST_DIR}/follower_wal.cc
   ${CMAKE_CURRENT_LIST_DIR}/hello.cc
