@@ -54,7 +54,7 @@ MemoryPlan leader_memory_plan(const ChannelOptions& o) {
     p.add(Access::local_write, max_batch_bytes(o), o.shards);
   p.add(Access::local_write, 64);  // zero padding of zero-copy batches (leader_zero_copy.cc)
   if (!o.pre_shared_key.empty()) {
-    // Write tags and acknowledgement-tag slots, per follower (leader_connect.cc).
+    // Write tags and acknowledgement-tag slots, per follower (leader_sessions.cc).
     const size_t tags = size_t{o.queue_depth + 8} * kMacTagBytes * o.shards;
     p.add(Access::local_write, tags, o.peers.size());
     p.add(remote, tags, o.peers.size());

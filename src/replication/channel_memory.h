@@ -55,7 +55,7 @@ constexpr size_t pool_of(transport::Access access, uint32_t gen = 0) noexcept {
 }
 
 // Every buffer of the leader and of the follower, as the engines take them (leader.cc,
-// leader_wal.cc, leader_connect.cc, leader_zero_copy.cc; follower.cc).
+// leader_wal.cc, leader_sessions.cc, leader_zero_copy.cc; follower.cc).
 MemoryPlan leader_memory_plan(const ChannelOptions& options);
 MemoryPlan follower_memory_plan(const ChannelOptions& options);
 

@@ -9,6 +9,7 @@
 #include "batch_limits.h"
 #include "imm.h"
 #include "listen_policy.h"
+#include "peer_violation.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/replication/detail/batch_format.h"

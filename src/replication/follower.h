@@ -15,6 +15,7 @@
 #include "checkpoint_ship.h"
 #include "core_base.h"
 #include "durability.h"
+#include "follower_chunks.h"
 #include "hello.h"
 #include "leader_epoch_file.h"
 #include "registered_buffer.h"
@@ -119,17 +120,9 @@ class Follower final : public CoreBase {
     // may already have applied through the old connection; acknowledging `applied` then
     // would free ring space still holding batches not yet read.
     uint64_t consumed_seq = 0;
-    // A checkpoint being received on this connection (ImmKind::checkpoint chunks): `ready`
-    // once its last chunk verified, until the accept thread installed it.
-    struct Incoming {
-      bool active = false;
-      bool ready = false;
-      uint64_t id = 0;
-      uint64_t total = 0;
-      uint64_t received = 0;
-      uint32_t crc = 0;  // running CRC32C of the payload received
-      std::vector<uint8_t> bytes;
-    } ship;
+    // A checkpoint being received on this connection (ImmKind::checkpoint chunks), until
+    // the accept thread installed it.
+    IncomingCheckpoint ship;
   };
 
   Follower(const ChannelOptions& options, std::unique_ptr<transport::Transport> t,

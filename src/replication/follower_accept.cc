@@ -270,7 +270,7 @@ std::string Follower::begin_session(std::unique_ptr<Carrier>& conn, const Follow
       s.cursor = 0;
       s.unacked_batches = 0;
       s.consumed_seq = 0;
-      if (!s.ship.ready) s.ship = {};  // a checkpoint is shipped again from its start
+      if (!s.ship.ready()) s.ship.reset();  // a checkpoint is shipped again from its start
       // The leader resumes from the seq of the handshake (at most this): acknowledging it
       // again would spend an acknowledgement no batch paid for.
       s.last_ack_sent = s.acked.load(std::memory_order_relaxed);

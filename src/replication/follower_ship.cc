@@ -1,17 +1,14 @@
 // Follower side of checkpoint shipping: chunks arrive in the large-record buffer (one in
-// flight), are checked (header CRC, continuity, running payload CRC32C) and copied aside;
-// the accept thread installs a complete checkpoint (Store::restore and the seqs with every
-// shard locked, then the follower's own log) and answers the last chunk. See
+// flight), are checked (header CRC, continuity, running payload CRC32C) and copied aside by
+// the shard's IncomingCheckpoint (follower_chunks.h); the accept thread installs a complete
+// checkpoint (Store::restore and the seqs with every shard locked, then the follower's own
+// log) and answers the last chunk. See
 // docs/wire_format.md ("Checkpoint shipping") and docs/replication.md ("Durability").
 #include <fmt/format.h>
-
-#include <cstring>
-#include <new>
 
 #include "follower.h"
 #include "imm.h"
 #include "rdmarepl/core/clock.h"
-#include "rdmarepl/core/crc32c.h"
 #include "rdmarepl/core/log.h"
 
 namespace rdmarepl::replication::detail {
@@ -24,28 +21,10 @@ bool Follower::send_ship_reply(Shard& s, ShipReply reply) noexcept {
 bool Follower::handle_chunk(Shard& s, uint32_t byte_len, std::string& why,
                             bool& protocol) noexcept {
   protocol = true;
-  if (s.ship.ready) {
-    why =
-        "protocol error: a checkpoint chunk arrived while the previous checkpoint is being "
-        "installed";
-    return false;
-  }
   ChunkHeader h;
   const std::span<const std::byte> in(s.large().data(),
                                       std::min<size_t>(byte_len, s.large().size()));
-  if (!decode_chunk_header(in, h, why)) {
-    why = "protocol error: " + why + "; nothing of the checkpoint was installed";
-    s.ship = {};
-    return false;
-  }
-  if (byte_len != kChunkHeaderSize + uint64_t{h.length}) {
-    why = fmt::format(
-        "protocol error: checkpoint chunk of {} payload bytes arrived as a write of "
-        "{} bytes",
-        h.length, byte_len);
-    s.ship = {};
-    return false;
-  }
+  if (!s.ship.check(in, byte_len, h, why)) return false;
   if (hooks_.restore == nullptr) {
     if (h.offset == 0)
       log::error(
@@ -55,34 +34,12 @@ bool Follower::handle_chunk(Shard& s, uint32_t byte_len, std::string& why,
           endpoint_.to_string(), s.index, s.leader);
     return reply_to_chunk(s, ShipReply::no_restore, why, protocol);
   }
-  if (h.offset == 0) {
-    if (!start_checkpoint(s, h.id, h.total))
-      return reply_to_chunk(s, ShipReply::failed, why, protocol);
-  } else if (!s.ship.active || h.id != s.ship.id || h.total != s.ship.total ||
-             h.offset != s.ship.received) {
-    why = fmt::format(
-        "protocol error: checkpoint chunk of checkpoint {} at offset {} does not continue the "
-        "one being received (checkpoint {}, {} of {} bytes); nothing of it was installed",
-        h.id, h.offset, s.ship.id, s.ship.received, s.ship.total);
-    s.ship = {};
-    return false;
-  }
+  if (h.offset == 0 && !start_checkpoint(s, h.id, h.total))
+    return reply_to_chunk(s, ShipReply::failed, why, protocol);
   const auto* payload = reinterpret_cast<const uint8_t*>(s.large().data() + kChunkHeaderSize);
-  const uint32_t crc = crc32c::extend(s.ship.crc, payload, h.length);
-  if (crc != h.crc) {
-    why = fmt::format(
-        "checkpoint {} fails its CRC32C at the chunk at offset {} ({} bytes): nothing of it was "
-        "installed (the leader ships it again after reconnecting)",
-        h.id, h.offset, h.length);
-    s.ship = {};
-    return false;
-  }
-  if (h.length != 0) std::memcpy(s.ship.bytes.data() + h.offset, payload, h.length);
-  s.ship.crc = crc;
-  s.ship.received += h.length;
+  if (!s.ship.take(h, payload, why)) return false;
   if (h.last()) {
     // Installing locks every shard and writes files: the accept thread does it.
-    s.ship.ready = true;
     ship_ready_.store(true, std::memory_order_release);
     return true;
   }
@@ -98,20 +55,13 @@ bool Follower::reply_to_chunk(Shard& s, ShipReply reply, std::string& why,
 }
 
 bool Follower::start_checkpoint(Shard& s, uint64_t id, uint64_t total) noexcept {
-  s.ship = {};  // a new checkpoint (or the same one again after a reconnect)
-  try {
-    s.ship.bytes.resize(total);
-  } catch (const std::bad_alloc&) {
+  if (!s.ship.start(id, total)) {
     log::error(
         "rdmarepl follower {}: shard {}: no memory for the {}-byte checkpoint leader {} "
         "sent",
         endpoint_.to_string(), s.index, total, s.leader);
-    s.ship = {};
     return false;
   }
-  s.ship.active = true;
-  s.ship.id = id;
-  s.ship.total = total;
   log::info("rdmarepl follower {}: shard {}: receiving checkpoint {} ({} bytes) from leader {}",
             endpoint_.to_string(), s.index, id, total, s.leader);
   return true;
@@ -160,9 +110,9 @@ void Follower::install_shipped() noexcept {
     uint64_t id = 0;
     {
       std::lock_guard lock(s.mu);
-      if (!s.ship.ready) continue;
-      payload = std::move(s.ship.bytes);
-      id = s.ship.id;
+      if (!s.ship.ready()) continue;
+      payload = s.ship.release();
+      id = s.ship.id();
     }
     // No shard lock is held here: install_payload() takes them all for the restore only and
     // writes the log's checkpoint file without them.
@@ -184,7 +134,7 @@ void Follower::install_shipped() noexcept {
     std::lock_guard clock(carriers_mu_);
     {
       std::lock_guard lock(s.mu);
-      s.ship = {};
+      s.ship.reset();
       if (in_session_ && s.conn &&
           !send_ship_reply(s, st ? ShipReply::installed : ShipReply::failed))
         drop("sending the reply to a checkpoint chunk failed");

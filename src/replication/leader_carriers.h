@@ -58,6 +58,9 @@ struct Carrier {
   // segment); `invalid` when `wr` has no segment left for the tag. A write that was not
   // posted gives its counter back.
   transport::PostStatus post(transport::WriteRequest& wr) noexcept;
+  // Whether the tag of the reply `e` (an acknowledgement or checkpoint reply that arrived on
+  // this carrier) is right; caller holds mu, before the receive it consumed is posted again.
+  [[nodiscard]] bool authentic(const transport::Completion& e) noexcept;
 };
 
 struct FollowerCarriers {
@@ -79,7 +82,7 @@ struct FollowerCarriers {
   std::mutex why_mu;
   std::string why;       // why_mu: what ended the session
   uint32_t session = 0;  // control thread: the session id the hellos carry
-  // Control thread: reconnect backoff (see Leader::start_session()).
+  // Control thread: reconnect backoff (see LeaderSessions::start_session()).
   uint64_t next_attempt_ns = 0;
   uint64_t backoff_ns = 0;
   std::string last_error;

@@ -44,14 +44,14 @@ WriteResult Leader::write_group(std::span<const GroupOp> ops) noexcept {
   const uint64_t ts = wall_ns();
 
   std::unique_lock lock(s.mu, std::try_to_lock);
-  if (!lock.owns_lock()) lock_as_writer(s, lock);
+  if (!lock.owns_lock()) s.lock_as_writer(lock);
   r.status = reserve(s, lock, bytes, false);  // room for the whole group in one batch
   if (r.status != WriteStatus::ok) return r;
   for (size_t i = 0; i < ops.size(); ++i) {
     const GroupOp& op = ops[i];
     const std::string_view value = op.op == Op::put ? op.value : std::string_view();
     s.open.add(op.op, op.key, value, ts, i + 1 < ops.size() ? kRecGroupNext : uint8_t{0});
-    count_value(s, value.size());
+    s.count_value(value.size());
   }
   const uint64_t seq = s.open.next_seq() - 1;
   s.next_seq.store(seq + 1, std::memory_order_release);

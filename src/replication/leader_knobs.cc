@@ -18,14 +18,6 @@ void Leader::init_live_knobs() noexcept {
   window_limit_.store(options_.retain_bytes, std::memory_order_relaxed);
 }
 
-void Leader::count_value(Shard& s, size_t value_len) noexcept {
-  // Called under s.mu: one writer per shard, so plain load + store is enough.
-  const auto v = static_cast<double>(value_len);
-  s.value_count.store(s.value_count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  s.value_sum.store(s.value_sum.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
-  s.value_sq.store(s.value_sq.load(std::memory_order_relaxed) + v * v, std::memory_order_relaxed);
-}
-
 void Leader::value_totals(double& count, double& sum, double& sq) const noexcept {
   count = sum = sq = 0;
   for (const auto& s : shards_) {
@@ -35,21 +27,12 @@ void Leader::value_totals(double& count, double& sum, double& sq) const noexcept
   }
 }
 
-void Leader::lock_as_writer(Shard& s, std::unique_lock<std::mutex>& lock) noexcept {
-  // A poller in PollingMode::blocking holds the shard lock while it waits for a completion
-  // and would take it again right away (std::mutex is not fair), starving the writer for
-  // whole windows: the flag makes it skip its next wait until the writer got in.
-  s.writers_waiting.fetch_add(1, std::memory_order_relaxed);
-  lock.lock();
-  s.writers_waiting.fetch_sub(1, std::memory_order_relaxed);
-}
-
 size_t Leader::progress_worker(uint32_t worker, uint32_t workers) noexcept {
   // Worker 0 sweeps every shard and refreshes the channel-wide metrics (queue depth, lag);
   // worker w > 0 drives the shards i with i % workers == w. The per-shard lock is only
   // tried, so two workers never wait for each other.
   if (worker == 0) return progress();
-  size_t work = poll_carriers(worker, workers);
+  size_t work = sessions_.poll(worker, workers);
   for (size_t i = worker; i < shards_.size(); i += workers) {
     Shard& s = *shards_[i];
     std::unique_lock lock(s.mu, std::try_to_lock);
@@ -87,7 +70,7 @@ void Leader::apply_engine_knobs(const tuning::Knobs& eff) noexcept {
   // N carriers per follower: each shard moves to carrier shard % N at its next batch once
   // it has nothing in flight; the control thread connects new carriers (or takes them back
   // from the pool) and pools the ones no shard uses any more (leader_carriers.h).
-  for (auto& fc : carriers_) fc->active.store(eff.shards, std::memory_order_release);
+  sessions_.set_active(eff.shards);
   metrics_.carriers.store(eff.shards, std::memory_order_relaxed);
 }
 

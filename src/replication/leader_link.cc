@@ -26,6 +26,13 @@ transport::PostStatus Carrier::post(transport::WriteRequest& wr) noexcept {
   return st;
 }
 
+bool Carrier::authentic(const transport::Completion& e) noexcept {
+  if (e.byte_len != kMacTagBytes) return false;  // no tag (or more than one)
+  const uint64_t slot = reply_mac.counter() % (reply_region.length / kMacTagBytes);
+  const auto* tag = reinterpret_cast<const uint8_t*>(reply_tags + slot * kMacTagBytes);
+  return reply_mac.open(e.imm, {}, std::span<const uint8_t, kMacTagBytes>(tag, kMacTagBytes));
+}
+
 Link::Post Link::post_batch(const transport::WriteRequest& bytes, bool large_batch,
                             uint64_t last_seq, uint64_t wr_id) noexcept {
   if (inflight_count + 2 >= inflight.size()) return Post::no_room;

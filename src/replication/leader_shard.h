@@ -53,6 +53,24 @@ struct Shard {
   uint64_t durable_seq = 0;
   std::vector<std::unique_ptr<Link>> links;
 
+  // Counts a value of `value_len` bytes accepted (under mu: one writer per shard, so plain
+  // load + store is enough).
+  void count_value(size_t value_len) noexcept {
+    const auto v = static_cast<double>(value_len);
+    value_count.store(value_count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    value_sum.store(value_sum.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+    value_sq.store(value_sq.load(std::memory_order_relaxed) + v * v, std::memory_order_relaxed);
+  }
+  // Takes mu (`lock`, not yet owned) as a writer. A poller in PollingMode::blocking holds the
+  // shard lock while it waits for a completion and would take it again right away
+  // (std::mutex is not fair), starving the writer for whole windows: the flag makes it skip
+  // its next wait until the writer got in.
+  void lock_as_writer(std::unique_lock<std::mutex>& lock) noexcept {
+    writers_waiting.fetch_add(1, std::memory_order_relaxed);
+    lock.lock();
+    writers_waiting.fetch_sub(1, std::memory_order_relaxed);
+  }
+
   // The last seq of a sealed batch (the open batch's records are not sealed yet).
   [[nodiscard]] uint64_t sealed_last() const noexcept {
     return (open_active ? open.first_seq() : next_seq.load(std::memory_order_relaxed)) - 1;

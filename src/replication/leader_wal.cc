@@ -1,7 +1,7 @@
-// Leader and the write-ahead log: recovery at create() (store, seqs, retained window),
-// appending each sealed batch before it is sent, the durability gate on sending, eviction
-// and (ack_mode none) commit. Catch-up of followers from the log is in leader_catchup.cc.
-// See docs/replication.md, "Durability".
+// The leader's write-ahead log (leader_wal.h): recovery at create() (store, seqs, retained
+// window), appending each sealed batch before it is sent. The durability gate on sending,
+// eviction and (ack_mode none) commit reads LeaderLog::sendable(); catch-up of followers
+// from the log is in leader_catchup.cc. See docs/replication.md, "Durability".
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,7 +12,7 @@
 
 #include "batch_limits.h"
 #include "imm.h"
-#include "leader.h"
+#include "leader_wal.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/wal/checkpoint.h"
@@ -20,7 +20,7 @@
 
 namespace rdmarepl::replication::detail {
 
-Status Leader::open_wal() {
+Status LeaderLog::open() {
   if (options_.wal_dir.empty()) return ok_status();
   if (store_.apply_batch == nullptr)
     return Error(Errc::invalid_argument,
@@ -49,8 +49,7 @@ Status Leader::open_wal() {
         options_.wal_dir, i, unsendable[i].first, unsendable[i].second, max_batch_bytes(options_));
   }
   wal_ = std::move(*w);
-  catchup_ = std::make_unique<CatchUp>(options_, metrics_, *wal_, shards_,
-                                       static_cast<CatchUpHost&>(*this));
+  catchup_ = std::make_unique<CatchUp>(options_, metrics_, *wal_, shards_, host_);
   // The largest batch the log can hold under any live batch size (options.cc validates the
   // same bound).
   const size_t largest = max_batch_bytes(options_);
@@ -70,7 +69,7 @@ Status Leader::open_wal() {
   return ok_status();
 }
 
-void Leader::start_wal() {
+void LeaderLog::start() {
   if (!wal_) return;
   catchup_->start();
   wal_->start([this](const std::function<void()>& fn) {
@@ -85,7 +84,7 @@ void Leader::start_wal() {
 // when this leader stopped resume from it. Only the newest batches stay when the log holds
 // more than the window (a follower behind them gets Errc::not_found, see install()). False
 // for a batch these options cannot send (larger than max_batch_bytes()).
-bool Leader::recover_batch(const BatchView& v, std::span<const std::byte> bytes) noexcept {
+bool LeaderLog::recover_batch(const BatchView& v, std::span<const std::byte> bytes) noexcept {
   if (v.header.record_count == 0) return true;
   Shard& s = *shards_[v.header.shard];
   const uint64_t len = bytes.size();
@@ -95,7 +94,7 @@ bool Leader::recover_batch(const BatchView& v, std::span<const std::byte> bytes)
     }
     return false;
   }
-  if (make_room(s, len) == RetainedWindow::Room::stalled) return true;
+  if (host_.make_room(s, len) == RetainedWindow::Room::stalled) return true;
   const auto p = s.window.space().place(len);
   std::memcpy(s.window.data() + p.offset, bytes.data(), len);
   BatchDesc d;
@@ -111,10 +110,10 @@ bool Leader::recover_batch(const BatchView& v, std::span<const std::byte> bytes)
   return true;
 }
 
-void Leader::wal_seal(Shard& s, BatchDesc& d) noexcept {
+void LeaderLog::seal(Shard& s, BatchDesc& d) noexcept {
   if (!wal_) return;
   // The bytes of the wire: a zero-copy batch is gathered from the same segments.
-  const transport::WriteRequest w = batch_bytes(s, d);
+  const transport::WriteRequest w = host_.batch_bytes(s, d);
   std::array<iovec, transport::kMaxWriteSegments> pieces{};
   for (size_t i = 0; i < w.segment_count(); ++i) {
     const transport::LocalSegment g = w.segment(i);
@@ -124,8 +123,12 @@ void Leader::wal_seal(Shard& s, BatchDesc& d) noexcept {
                               d.last_seq(), d.count);
 }
 
-bool Leader::wal_sendable(const BatchDesc& d) const noexcept {
-  return !wal_ || wal_->durable(d.lsn);
+void LeaderLog::stop_catch_up() noexcept {
+  if (catchup_) catchup_->stop();
+}
+
+void LeaderLog::close() noexcept {
+  if (wal_) wal_->close();
 }
 
 }  // namespace rdmarepl::replication::detail

@@ -7,6 +7,7 @@ list(APPEND RDMAREPL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/durability.cc
   ${CMAKE_CURRENT_LIST_DIR}/follower.cc
   ${CMAKE_CURRENT_LIST_DIR}/follower_accept.cc
+  ${CMAKE_CURRENT_LIST_DIR}/follower_chunks.cc
   ${CMAKE_CURRENT_LIST_DIR}/follower_ship.cc
   ${CMAKE_CURRENT_LIST_DIR}/follower_wal.cc
   ${CMAKE_CURRENT_LIST_DIR}/hello.cc
@@ -15,12 +16,13 @@ list(APPEND RDMAREPL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/leader_callbacks.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_catchup.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_commits.cc
-  ${CMAKE_CURRENT_LIST_DIR}/leader_connect.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_group.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_knobs.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_epoch_file.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_link.cc
+  ${CMAKE_CURRENT_LIST_DIR}/leader_progress.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_regions.cc
+  ${CMAKE_CURRENT_LIST_DIR}/leader_sessions.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_ship.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_wal.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_zero_copy.cc

@@ -1,33 +1,75 @@
-// Leader control plane: connecting (and reconnecting) the carriers of each follower
-// (leader_carriers.h), validating the follower's handshake, and choosing where catch-up
-// resumes.
+// Leader control plane (leader_sessions.h): connecting (and reconnecting) the carriers of
+// each follower (leader_carriers.h), validating the follower's handshake, choosing where
+// catch-up resumes, and draining the carriers' completions.
+#include "leader_sessions.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 
 #include "batch_limits.h"
-#include "leader.h"
+#include "imm.h"
+#include "peer_violation.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
 
 namespace rdmarepl::replication::detail {
 
-void Leader::control_loop() noexcept {
-  const auto tick = std::chrono::milliseconds(10);
-  while (sleep_for(tick)) {
-    regions_->maintain();  // idle registrations released, missed ones registered again
-    for (auto& fc : carriers_) {
-      if (stopping()) return;
-      if (fc->failed.load(std::memory_order_acquire)) end_session(*fc);
-      if (!fc->up.load(std::memory_order_acquire) && mono_ns() >= fc->next_attempt_ns)
-        start_session(*fc);
-      if (fc->up.load(std::memory_order_acquire)) adjust_carriers(*fc);
-    }
-  }
+namespace {
+
+// The QP manager of one follower's carriers. Every carrier's queues are queue_depth + 8 deep
+// (connect_carrier()), which is also the size its completion queues are created with: the
+// budget gives each shard that much, so N carriers of S shards get S / N shards' worth each
+// (a carrier carries about S / N shards), never below their creation size, and the
+// follower's completion entries stay about the same whatever N is. Every carrier above N may
+// wait in the pool.
+transport::QpManagerOptions carrier_qp_options(const ChannelOptions& o, ChannelMetrics& m) {
+  transport::QpManagerOptions q;
+  q.max_idle = o.shards;
+  q.cq_budget = o.shards * (o.queue_depth + 8);
+  q.reused_counter = &m.qps_reused;
+  q.resize_counter = &m.cq_resizes;
+  return q;
 }
 
-Result<std::unique_ptr<transport::Connection>> Leader::connect_carrier(FollowerCarriers& fc,
-                                                                       uint32_t k) noexcept {
+}  // namespace
+
+Status LeaderSessions::init() {
+  for (uint32_t f = 0; f < options_.peers.size(); ++f) {
+    auto fc = std::make_unique<FollowerCarriers>();
+    fc->follower = f;
+    fc->metrics = &metrics_;
+    fc->queue_depth = options_.queue_depth;
+    // Session ids differ between leader incarnations, so that a follower never takes a
+    // carrier of an old one into a new session.
+    fc->session = static_cast<uint32_t>(wall_ns() ^ (uint64_t{f} << 24));
+    for (uint32_t k = 0; k < options_.shards; ++k) fc->slots.push_back(std::make_unique<Carrier>());
+    fc->qps = std::make_unique<transport::QpManager>(
+        [this, raw = fc.get()](uint32_t k) { return connect_carrier(*raw, k); },
+        carrier_qp_options(options_, metrics_));
+    RDMAREPL_TRY(init_tags(*fc));
+    carriers_.push_back(std::move(fc));
+  }
+  return ok_status();
+}
+
+void LeaderSessions::set_active(uint32_t n) noexcept {
+  for (auto& fc : carriers_) fc->active.store(n, std::memory_order_release);
+}
+
+void LeaderSessions::close() noexcept {
+  for (auto& fc : carriers_) close_carriers(*fc);
+}
+
+void LeaderSessions::tend(FollowerCarriers& fc) noexcept {
+  if (fc.failed.load(std::memory_order_acquire)) end_session(fc);
+  if (!fc.up.load(std::memory_order_acquire) && mono_ns() >= fc.next_attempt_ns) start_session(fc);
+  if (fc.up.load(std::memory_order_acquire)) adjust_carriers(fc);
+}
+
+Result<std::unique_ptr<transport::Connection>> LeaderSessions::connect_carrier(
+    FollowerCarriers& fc, uint32_t k) noexcept {
   transport::ConnectionOptions co;
   co.node_id = options_.node_id;
   co.pre_shared_key = options_.pre_shared_key;
@@ -48,16 +90,16 @@ Result<std::unique_ptr<transport::Connection>> Leader::connect_carrier(FollowerC
   // learns the connection is up, as on the follower's side.
   co.initial_recvs = options_.queue_depth + 4;
   co.connect_timeout = options_.connect_timeout;
-  auto conn = transport_->connect(options_.peers[fc.follower], co);
+  auto conn = transport_.connect(options_.peers[fc.follower], co);
   if (conn.ok() && fc.keyed && !(*conn)->peer().session_keys.set)
     return Error(Errc::auth_failed,
                  fmt::format("the {} transport authenticated the connection to follower {} but "
                              "gave no session keys, so its batches could not be authenticated",
-                             transport_->name(), options_.peers[fc.follower].to_string()));
+                             transport_.name(), options_.peers[fc.follower].to_string()));
   return conn;
 }
 
-Status Leader::init_tags(FollowerCarriers& fc) {
+Status LeaderSessions::init_tags(FollowerCarriers& fc) {
   fc.keyed = !options_.pre_shared_key.empty();
   if (!fc.keyed) return ok_status();
   // A carrier keeps at most queue_depth - 2 batches unacknowledged (a checkpoint chunk goes
@@ -88,12 +130,12 @@ Status Leader::init_tags(FollowerCarriers& fc) {
   return ok_status();
 }
 
-void Leader::arm(FollowerCarriers& fc, Carrier& c) noexcept {
+void LeaderSessions::arm(FollowerCarriers& fc, Carrier& c) noexcept {
   c.mac = fc.keyed ? WriteMac(c.conn->peer().session_keys.send) : WriteMac();
   c.reply_mac = fc.keyed ? WriteMac(c.conn->peer().session_keys.recv) : WriteMac();
 }
 
-bool Leader::start_session(FollowerCarriers& fc) noexcept {
+bool LeaderSessions::start_session(FollowerCarriers& fc) noexcept {
   const auto& peer = options_.peers[fc.follower];
   // Exponential backoff: the first retry after reconnect_interval, then doubling up to
   // reconnect_max_interval (validate() keeps it >= reconnect_interval). It starts again only
@@ -151,12 +193,12 @@ bool Leader::start_session(FollowerCarriers& fc) noexcept {
   fc.up.store(true, std::memory_order_release);
   fc.last_error.clear();
   log::info("rdmarepl leader: connected to follower {} over {} (session {}, {} carrier(s))",
-            peer.to_string(), transport_->name(), fc.session,
+            peer.to_string(), transport_.name(), fc.session,
             fc.active.load(std::memory_order_relaxed));
   return true;
 }
 
-void Leader::end_session(FollowerCarriers& fc) noexcept {
+void LeaderSessions::end_session(FollowerCarriers& fc) noexcept {
   const std::string why = fc.reason();
   if (fc.up.load(std::memory_order_acquire))
     log::warn(
@@ -165,14 +207,14 @@ void Leader::end_session(FollowerCarriers& fc) noexcept {
         fc.follower, options_.peers[fc.follower].to_string(), why);
   for (auto& sp : shards_) {
     std::lock_guard lock(sp->mu);
-    link_down(*sp, *sp->links[fc.follower], why);
+    host_.link_down(*sp, *sp->links[fc.follower], why);
   }
   close_carriers(fc);
   fc.up.store(false, std::memory_order_release);
   fc.failed.store(false, std::memory_order_release);
 }
 
-void Leader::close_carriers(FollowerCarriers& fc) noexcept {
+void LeaderSessions::close_carriers(FollowerCarriers& fc) noexcept {
   for (auto& c : fc.slots) {
     std::lock_guard lock(c->mu);
     c->up.store(false, std::memory_order_release);
@@ -184,7 +226,7 @@ void Leader::close_carriers(FollowerCarriers& fc) noexcept {
   fc.qps->clear();  // pooled carriers belong to the session too
 }
 
-void Leader::adjust_carriers(FollowerCarriers& fc) noexcept {
+void LeaderSessions::adjust_carriers(FollowerCarriers& fc) noexcept {
   const uint32_t n = fc.active.load(std::memory_order_acquire);
   if (fc.qps->set_active(n)) fit_carriers(fc, n);
   // Beyond N: back to the pool (still connected) once no shard posts on it any more.
@@ -217,7 +259,7 @@ void Leader::adjust_carriers(FollowerCarriers& fc) noexcept {
   }
 }
 
-void Leader::pool_idle(FollowerCarriers& fc, uint32_t k) noexcept {
+void LeaderSessions::pool_idle(FollowerCarriers& fc, uint32_t k) noexcept {
   Carrier& c = *fc.slots[k];
   if (!c.up.load(std::memory_order_acquire) || c.users.load(std::memory_order_acquire) != 0) return;
   std::unique_ptr<transport::Connection> conn;
@@ -231,7 +273,7 @@ void Leader::pool_idle(FollowerCarriers& fc, uint32_t k) noexcept {
   fc.qps->release(std::move(conn), k);
 }
 
-void Leader::fit_carriers(FollowerCarriers& fc, uint32_t n) noexcept {
+void LeaderSessions::fit_carriers(FollowerCarriers& fc, uint32_t n) noexcept {
   for (uint32_t k = 0; k < n && k < fc.slots.size(); ++k) {
     Carrier& c = *fc.slots[k];
     std::lock_guard lock(c.mu);  // no poll or post while its completion queues change
@@ -242,8 +284,8 @@ void Leader::fit_carriers(FollowerCarriers& fc, uint32_t n) noexcept {
   }
 }
 
-Status Leader::check_hello(const transport::Endpoint& peer, const transport::PeerInfo& info,
-                           const Result<FollowerHello>& fh) const {
+Status LeaderSessions::check_hello(const transport::Endpoint& peer, const transport::PeerInfo& info,
+                                   const Result<FollowerHello>& fh) const {
   Status st = fh.ok() ? ok_status() : Status(fh.error());
   if (st.ok() && fh->shard_count != options_.shards)
     st = Error(Errc::invalid_argument,
@@ -272,7 +314,7 @@ Status Leader::check_hello(const transport::Endpoint& peer, const transport::Pee
   return st;
 }
 
-Status Leader::install(Shard& s, Link& l, const FollowerHello& hello) {
+Status LeaderSessions::install(Shard& s, Link& l, const FollowerHello& hello) {
   const auto& peer = options_.peers[l.follower];
   const uint64_t resume = hello.applied[s.index];
   const uint64_t sealed_last = s.sealed_last();
@@ -331,8 +373,70 @@ Status Leader::install(Shard& s, Link& l, const FollowerHello& hello) {
   if (bn < s.window.end_bn() && l.ever_connected)
     ChannelMetrics::add(metrics_.batches_resent, s.window.end_bn() - bn);
   l.ever_connected = true;
-  send_pending(s);
+  host_.send_pending(s);
   return ok_status();
+}
+
+size_t LeaderSessions::poll_carrier(FollowerCarriers& fc, Carrier& c) noexcept {
+  std::unique_lock lock(c.mu, std::try_to_lock);
+  if (!lock.owns_lock() || !c.conn) return 0;
+  return drain_carrier(fc, c, *c.conn);
+}
+
+size_t LeaderSessions::drain_carrier(FollowerCarriers& fc, Carrier& c,
+                                     transport::Connection& conn) noexcept {
+  std::array<transport::Completion, 32> wc;
+  const size_t n = conn.poll(wc);
+  uint32_t reposts = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const auto& e = wc[i];
+    if (e.status != transport::WcStatus::success) {
+      if (peer_violated_protocol(conn)) ChannelMetrics::add(metrics_.protocol_errors);
+      fc.fail(transport::failure_reason(conn, e.status));
+      return n;
+    }
+    if (e.opcode != transport::WcOpcode::recv_rdma_with_imm) continue;
+    ++reposts;
+    if (c.reply_mac.enabled() && !c.authentic(e)) {
+      ChannelMetrics::add(metrics_.auth_failures);
+      fc.fail(fmt::format(
+          "authentication failed: the MAC of a reply (immediate 0x{:08x}, {} bytes) from "
+          "follower {} ({}) does not match: it was forged, altered, replayed or reordered on "
+          "the way; it was not counted",
+          e.imm, e.byte_len, conn.peer().node_id, conn.peer().address));
+      return n;
+    }
+    const uint32_t shard = imm_shard(e.imm);
+    Link* l = shard < shards_.size() ? shards_[shard]->links[fc.follower].get() : nullptr;
+    if (l != nullptr && imm_kind(e.imm) == ImmKind::checkpoint &&
+        l->shipping.load(std::memory_order_acquire)) {
+      l->ship_reply.store(imm_arg(e.imm), std::memory_order_relaxed);
+      l->ship_replies.fetch_add(1, std::memory_order_release);  // the catch-up thread waits
+      continue;
+    }
+    if (l == nullptr || imm_kind(e.imm) != ImmKind::ack) {
+      ChannelMetrics::add(metrics_.protocol_errors);
+      fc.fail(
+          fmt::format("protocol error: unexpected immediate 0x{:08x} from the follower", e.imm));
+      return n;
+    }
+    // The newest acknowledgement wins: they are cumulative. take_ack() checks it.
+    l->ack_in.store(Link::kAckPresent | imm_arg(e.imm), std::memory_order_release);
+  }
+  if (reposts != 0 && conn.post_recvs(reposts) != transport::PostStatus::ok)
+    fc.fail("re-posting receives failed");
+  return n;
+}
+
+size_t LeaderSessions::poll(uint32_t worker, uint32_t workers) noexcept {
+  size_t work = 0;
+  size_t i = 0;
+  for (auto& fc : carriers_)
+    for (auto& c : fc->slots) {
+      if (i++ % workers != worker || !c->up.load(std::memory_order_acquire)) continue;
+      work += poll_carrier(*fc, *c);
+    }
+  return work;
 }
 
 }  // namespace rdmarepl::replication::detail
