@@ -14,9 +14,6 @@
 
 namespace rdmarepl::reads {
 
-// A get() spins this long after its last response before it blocks in the transport.
-constexpr uint64_t kClientSpinNs = 10'000;
-
 // One endpoint and, while it works, its link.
 struct Replica {
   transport::Endpoint where;
@@ -76,6 +73,8 @@ struct ReadClient::Impl {
   std::vector<Chunk> cut(std::span<const std::string_view> keys, uint32_t max_request) const;
   Status run(std::span<const std::string_view> keys, const Consistency& c,
              std::vector<ReadResult>& out);
+  // Waits until a replica with messages outstanding may have a response (docs/reads.md).
+  void await_responses(std::vector<transport::Connection*>& waiting);
   Status take(const ReplicaLink::Response& r, std::vector<Chunk>& flying, std::deque<Chunk>& todo,
               std::vector<ReadResult>& out);
 };
@@ -164,6 +163,20 @@ Status ReadClient::Impl::take(const ReplicaLink::Response& r, std::vector<Chunk>
   return ok_status();
 }
 
+void ReadClient::Impl::await_responses(std::vector<transport::Connection*>& waiting) {
+  // One blocking poll(2) over every replica with messages outstanding, so that only those
+  // with bytes waiting are read. No spinning: a waiting client leaves the cores to the
+  // replicas.
+  waiting.clear();
+  for (auto& x : replicas)
+    if (x.link && x.link->in_flight() > 0) waiting.push_back(&x.link->connection());
+  if (waiting.empty()) {
+    std::this_thread::sleep_for(std::chrono::microseconds(10));  // no replica can take one
+    return;
+  }
+  (void)transport::wait_any(waiting, std::chrono::milliseconds(1));
+}
+
 Status ReadClient::Impl::run(std::span<const std::string_view> keys, const Consistency& c,
                              std::vector<ReadResult>& out) {
   const bool leader = c.kind == Consistency::Kind::leader;
@@ -186,7 +199,6 @@ Status ReadClient::Impl::run(std::span<const std::string_view> keys, const Consi
   h.wait_ms = static_cast<uint32_t>(c.kind == Consistency::Kind::at_least ? c.wait.count() : 0);
   const Deadline deadline =
       Deadline::after(options.request_timeout + std::chrono::milliseconds(h.wait_ms));
-  uint64_t last_progress = mono_ns();
   std::vector<transport::Connection*> waiting;  // links with messages outstanding
   while (!todo.empty() || !flying.empty()) {
     while (!todo.empty()) {
@@ -219,7 +231,7 @@ Status ReadClient::Impl::run(std::span<const std::string_view> keys, const Consi
       flying.push_back(std::move(ch));
       todo.pop_front();
     }
-    size_t got = 0;
+    await_responses(waiting);
     for (size_t i = 0; i < replicas.size(); ++i) {
       Replica& r = replicas[i];
       if (!r.link || r.link->in_flight() == 0) continue;
@@ -230,7 +242,6 @@ Status ReadClient::Impl::run(std::span<const std::string_view> keys, const Consi
         r.link->release(resp.slot);
         if (!st) return st;
       }
-      got += responses.size();
       if (!ok) fail_over(i, r.link->error(), flying, todo);
     }
     if (deadline.expired())
@@ -238,19 +249,6 @@ Status ReadClient::Impl::run(std::span<const std::string_view> keys, const Consi
                    fmt::format("{} read messages got no response within {} ms; the replicas are "
                                "overloaded or gone",
                                flying.size() + todo.size(), options.request_timeout.count()));
-    // Spin for the first 10 us of a wait, then block in one poll over every replica with
-    // messages outstanding (so that waiting clients leave the cores to the replicas).
-    const uint64_t now = mono_ns();
-    if (got > 0) last_progress = now;
-    if (now - last_progress > kClientSpinNs) {
-      waiting.clear();
-      for (auto& x : replicas)
-        if (x.link && x.link->in_flight() > 0) waiting.push_back(&x.link->connection());
-      if (waiting.empty())
-        std::this_thread::sleep_for(std::chrono::microseconds(10));
-      else
-        (void)transport::wait_any(waiting, std::chrono::milliseconds(1));
-    }
   }
   return ok_status();
 }

@@ -17,10 +17,10 @@ namespace rdmarepl::reads {
 namespace {
 
 constexpr auto kAcceptSlice = std::chrono::milliseconds(100);
-// The serving thread spins while requests came within the last kSpinNs; then it blocks in
-// one poll over every client's connection (transport::wait_any) for up to kIdleWait. The
-// spin is short: on a small machine a spinning server takes the CPU its clients need.
-constexpr uint64_t kSpinNs = 20'000;
+// The serving thread blocks in one poll(2) over every client's connection
+// (transport::wait_any) for up to kIdleWait, and reads only the connections it found
+// readable. It does not spin: on a small machine a spinning server takes the CPU its
+// clients need, and a poll(2) that finds requests waiting returns at once.
 constexpr auto kIdleWait = std::chrono::milliseconds(1);
 // How often parked at_least reads look at the applied seq again.
 constexpr auto kParkedNap = std::chrono::microseconds(20);
@@ -114,7 +114,6 @@ class ServerImpl final : public ReadServerCore {
     std::vector<std::unique_ptr<ServerConnection>> live;
     std::vector<transport::Connection*> conns;  // live's, for wait_any()
     ServeCounters c;
-    uint64_t last_work = mono_ns();
     while (!stop_.load(std::memory_order_relaxed)) {
       {
         std::lock_guard lock(mu_);
@@ -138,26 +137,20 @@ class ServerImpl final : public ReadServerCore {
       keys_.store(c.keys, std::memory_order_relaxed);
       bad_.store(c.bad_requests, std::memory_order_relaxed);
       behind_.store(c.behind, std::memory_order_relaxed);
-      if (work > 0) last_work = now;
-      if (now - last_work > kSpinNs) {
-        if (live.empty()) {
-          std::this_thread::sleep_for(kIdleWait);
-        } else {
-          // Parked at_least reads wait for the channel to apply, which raises no event
-          // here: look again soon.
-          bool parked = false;
-          conns.clear();
-          for (auto& l : live) {
-            conns.push_back(&l->connection());
-            parked = parked || l->has_parked();
-          }
-          if (parked) {
-            std::this_thread::sleep_for(kParkedNap);
-          } else {
-            (void)transport::wait_any(conns, kIdleWait);
-          }
-        }
+      if (live.empty()) {
+        std::this_thread::sleep_for(kIdleWait);
+        continue;
       }
+      // Parked at_least reads wait for the channel to apply, which raises no event here:
+      // look again soon.
+      bool parked = false;
+      conns.clear();
+      for (auto& l : live) {
+        conns.push_back(&l->connection());
+        parked = parked || l->has_parked();
+      }
+      if (parked && work == 0) std::this_thread::sleep_for(kParkedNap);
+      (void)transport::wait_any(conns, parked ? std::chrono::milliseconds(0) : kIdleWait);
     }
     for (auto& s : live) s->connection().close();
   }

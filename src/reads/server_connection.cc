@@ -31,6 +31,7 @@ ServerConnection::ServerConnection(std::unique_ptr<transport::Connection> conn,
   for (uint32_t i = 0; i < options.queue_depth; ++i)
     free_tx_.push_back(options.queue_depth - 1 - i);
   parked_.reserve(options.queue_depth);
+  outgoing_.reserve(options.queue_depth);
   value_.reserve(options.max_response_bytes);
 }
 
@@ -69,9 +70,16 @@ bool ServerConnection::take_tx(uint32_t& tx) noexcept {
 }
 
 void ServerConnection::send(uint32_t tx, size_t bytes) noexcept {
-  transport::SendRequest s{tx, tx_.data() + size_t{tx} * options_.max_response_bytes,
-                           static_cast<uint32_t>(bytes), tx_mr_->region().keys.lkey, true};
-  if (conn_->post_sends({&s, 1}) != transport::PostStatus::ok) fail("could not post a response");
+  outgoing_.push_back(
+      transport::SendRequest{tx, tx_.data() + size_t{tx} * options_.max_response_bytes,
+                             static_cast<uint32_t>(bytes), tx_mr_->region().keys.lkey, true});
+}
+
+void ServerConnection::flush_sends() noexcept {
+  if (outgoing_.empty()) return;
+  if (!failed_ && conn_->post_sends(outgoing_) != transport::PostStatus::ok)
+    fail("could not post a response");
+  outgoing_.clear();
 }
 
 void ServerConnection::fail(std::string why) noexcept {
@@ -124,6 +132,7 @@ size_t ServerConnection::serve(uint64_t now_ns, ServeCounters& counters, bool& a
     }
     ++i;
   }
+  flush_sends();
   if (!failed_ && !conn_->healthy()) fail(conn_->error().message());
   alive = !failed_;
   return work;

@@ -53,7 +53,10 @@ class ServerConnection {
               ServeCounters& c) noexcept;
   void answer_bad(uint32_t slot, uint32_t request_id, std::string_view why,
                   ServeCounters& c) noexcept;
+  // Queues a response; flush_sends() posts what serve() queued as one chain (one write to
+  // the socket on TCP).
   void send(uint32_t tx, size_t bytes) noexcept;
+  void flush_sends() noexcept;
   void repost(uint32_t slot) noexcept;
   bool take_tx(uint32_t& tx) noexcept;
   void fail(std::string why) noexcept;
@@ -68,6 +71,7 @@ class ServerConnection {
   std::unique_ptr<transport::MemoryRegion> tx_mr_;
   std::vector<uint32_t> rx_bytes_;  // length of the request in each receive slot
   std::vector<uint32_t> free_tx_;
+  std::vector<transport::SendRequest> outgoing_;  // responses queued by this serve()
   std::vector<Parked> parked_;
   std::vector<std::string_view> keys_;
   std::string value_;  // get()'s output, reused

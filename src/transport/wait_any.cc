@@ -42,11 +42,13 @@ bool wait_any(std::span<Connection* const> conns, std::chrono::milliseconds time
   do {
     rc = ::poll(fds.data(), used, static_cast<int>(timeout.count()));
   } while (rc < 0 && errno == EINTR);
-  if (rc <= 0) return blind;
+  if (rc < 0) return blind;
+  // Also after a timeout: a connection learns that nothing arrived (TCP then skips its
+  // next read).
   for (size_t i = 0; i < conns.size(); ++i)
     if (spans[i].second != 0)
       conns[i]->consume_readiness({fds.data() + spans[i].first, spans[i].second});
-  return true;
+  return rc > 0 || blind;
 }
 
 }  // namespace rdmarepl::transport

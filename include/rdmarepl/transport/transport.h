@@ -110,13 +110,17 @@ class Connection {
   // For waiting on many connections at once (wait_any()): fills `out` with the descriptors
   // that become ready when poll() may return something. Returns how many it filled (at most
   // out.size()); 0 when the transport has no descriptor to offer (wait_any() then only
-  // naps); -1 when poll() may return something now. Control plane.
+  // naps); -1 when poll() may return something now. TCP first sends an acknowledgement it
+  // deferred (the caller may be about to block). Not on the data path of a single
+  // connection: for threads that serve many.
   virtual int readiness(std::span<pollfd> out) noexcept {
     (void)out;
     return 0;
   }
-  // After wait_any() polled what readiness() filled: consumes their events (verbs: the
-  // completion channel's event). Control plane.
+  // After wait_any() polled what readiness() filled (also when the poll timed out, with no
+  // events): consumes their events (verbs: the completion channel's event; TCP: whether the
+  // socket was readable, so that the next poll() does not read a socket poll(2) found
+  // empty).
   virtual void consume_readiness(std::span<const pollfd> fds) noexcept { (void)fds; }
 
   [[nodiscard]] virtual bool healthy() const noexcept = 0;

@@ -71,6 +71,7 @@ TcpConnection::TcpConnection(bootstrap::Fd fd, std::shared_ptr<const Registry> r
       sq_(send_queue_depth),
       ack_interval_(std::max(1u, send_queue_depth / 2)),
       rq_(recv_queue_depth),
+      stage_(kStageBytes),
       rsp_(kMaxReadsInFlight),
       cq_(static_cast<size_t>(send_queue_depth) + recv_queue_depth),
       iov_(kMaxIov),
@@ -148,13 +149,11 @@ PostStatus TcpConnection::post_recvs(uint32_t count, uint64_t first_wr_id) noexc
 
 size_t TcpConnection::poll(std::span<Completion> out) noexcept {
   if (healthy()) {
-    progress_send();
-    progress_recv();
-    if (healthy() && ack_wanted_ > ack_sent_ && !ctl_pending_) {
-      queue_control(FrameType::ack, ack_wanted_, 0);
-      ack_sent_ = ack_wanted_;
-    }
-    if (healthy()) progress_send();
+    progress_send();  // what the socket did not take, and a deferred ack
+    if (recv_hint_ != RecvHint::not_readable) progress_recv();
+    recv_hint_ = RecvHint::unknown;
+    if (healthy()) queue_ack();
+    if (healthy() && (!ctl_lazy_ || data_pending())) progress_send();
   }
   size_t n = 0;
   while (n < out.size() && cq_head_ != cq_tail_) {
@@ -170,11 +169,18 @@ size_t TcpConnection::poll(std::span<Completion> out) noexcept {
 }
 
 int TcpConnection::readiness(std::span<pollfd> out) noexcept {
+  recv_hint_ = RecvHint::unknown;
+  if (healthy() && ctl_pending_ && ctl_lazy_) progress_send();  // the caller may block
   if (cq_head_ != cq_tail_ || !healthy() || !fd_.valid() || out.empty()) return -1;
   short events = POLLIN;
   if (sq_sent_ < sq_posted_ || ctl_pending_ || rsp_head_ < rsp_tail_) events |= POLLOUT;
   out[0] = pollfd{fd_.get(), events, 0};
   return 1;
+}
+
+void TcpConnection::consume_readiness(std::span<const pollfd> fds) noexcept {
+  if (!fds.empty() && (fds[0].revents & (POLLIN | POLLERR | POLLHUP)) == 0)
+    recv_hint_ = RecvHint::not_readable;
 }
 
 Status TcpConnection::wait(std::chrono::milliseconds timeout) {
@@ -186,6 +192,7 @@ Status TcpConnection::wait(std::chrono::milliseconds timeout) {
   for (;;) {
     pollfd p = ready;
     int rc = ::poll(&p, 1, deadline.poll_timeout_ms());
+    if (rc >= 0) consume_readiness({&p, 1});
     if (rc > 0) return ok_status();
     if (rc == 0) {
       return Error(Errc::timeout, fmt::format("nothing arrived from {} within {} ms", peer_name_,
@@ -220,6 +227,19 @@ void TcpConnection::queue_control(FrameType type, uint64_t seq, uint32_t syndrom
   h.encode(ctl_);
   ctl_offset_ = 0;
   ctl_pending_ = true;
+}
+
+void TcpConnection::queue_ack() noexcept {
+  if (ack_wanted_ <= ack_sent_) return;
+  // A deferred ack not yet on the wire is brought up to date (acks are cumulative); any
+  // other control frame in flight goes first.
+  if (ctl_pending_ && !(ctl_lazy_ && ctl_offset_ == 0)) return;
+  queue_control(FrameType::ack, ack_wanted_, 0);
+  ack_sent_ = ack_wanted_;
+  // Only Sends asked, and this side sends too (request/response): the ack waits for our
+  // next frame or call.
+  ctl_lazy_ = !ack_urgent_ && posts_sends_;
+  ack_urgent_ = false;
 }
 
 void TcpConnection::progress_send() noexcept {
@@ -327,6 +347,7 @@ void TcpConnection::account_sent(int n_iov, size_t sent) noexcept {
       ctl_offset_ += take;
       if (ctl_offset_ == kFrameHeaderBytes) {
         ctl_pending_ = false;
+        ctl_lazy_ = false;
         ctl_offset_ = 0;
       }
     } else if (iov_owner_[i].part == Part::response) {
@@ -353,102 +374,13 @@ void TcpConnection::flush_control_briefly() noexcept {
   auto deadline = Deadline::after(kLastWordGrace);
   send_blocking(fd_.get(), ctl_ + ctl_offset_, kFrameHeaderBytes - ctl_offset_, deadline);
   ctl_pending_ = false;
+  ctl_lazy_ = false;
   ctl_offset_ = 0;
 }
 
 // ------------------------------------------------------------------------------ receiving
 
-void TcpConnection::progress_recv() noexcept {
-  size_t budget = kRecvBudgetBytes;
-  while (healthy() && budget > 0) {
-    ssize_t n = 0;
-    size_t want = 0;
-    if (rstate_ == RecvState::header) {
-      want = kFrameHeaderBytes - rhdr_have_;
-      n = ::recv(fd_.get(), rhdr_ + rhdr_have_, want, MSG_DONTWAIT);
-      if (n > 0) {
-        rhdr_have_ += static_cast<size_t>(n);
-        budget -= std::min(budget, static_cast<size_t>(n));
-        if (rhdr_have_ == kFrameHeaderBytes && !start_frame()) return;
-        if (static_cast<size_t>(n) < want) return;  // drained
-        continue;
-      }
-    } else {
-      // Placement of a write: re-check the registration under the registry's shared lock, so
-      // that a region deregistered meanwhile is never written to. Sends and read responses
-      // land in buffers this side posted.
-      std::shared_lock lock(registry_->mutex(), std::defer_lock);
-      if (in_.type == FrameType::write) lock.lock();
-      const Registry::Entry* e =
-          in_.type == FrameType::write ? registry_->find_remote_locked(in_.rkey) : nullptr;
-      if (in_.type == FrameType::write && (e == nullptr || e->generation != in_generation_)) {
-        lock.unlock();
-        refuse(NakSyndrome::remote_access, Errc::remote_access,
-               fmt::format("{} was deregistered here while it was being written; the rest of "
-                           "the write was refused",
-                           describe_incoming()));
-        return;
-      }
-      size_t rest = in_.length - in_done_;
-      uint8_t* target = in_.type == FrameType::write
-                            ? reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(in_.remote_addr))
-                            : place_;
-      iovec v[2] = {{target + in_done_, rest}, {rhdr_, kFrameHeaderBytes}};
-      want = rest + kFrameHeaderBytes;
-      n = ::readv(fd_.get(), v, 2);
-      if (lock.owns_lock()) lock.unlock();
-      if (n > 0) {
-        auto got = static_cast<size_t>(n);
-        budget -= std::min(budget, got);
-        if (got < rest) {
-          in_done_ += got;
-          return;  // drained
-        }
-        in_done_ = in_.length;
-        rhdr_have_ = got - rest;
-        rstate_ = RecvState::header;
-        finish_frame();
-        if (rhdr_have_ == kFrameHeaderBytes && !start_frame()) return;
-        if (got < want) return;
-        continue;
-      }
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    // The peer is gone (EOF, reset or another error).
-    int err = n < 0 ? errno : 0;
-    std::string what;
-    if (rstate_ == RecvState::payload) {
-      what = fmt::format(
-          "in the middle of {} ({} of {} payload bytes received; a truncated frame: "
-          "no completion was delivered for it)",
-          describe_incoming(), in_done_, in_.length);
-    } else if (rhdr_have_ > 0) {
-      what = fmt::format("in the middle of a frame header ({} of {} bytes; a truncated frame)",
-                         rhdr_have_, kFrameHeaderBytes);
-    } else {
-      what = "between frames";
-    }
-    uint64_t outstanding = sq_posted_ - sq_retired_;
-    fail(Error(Errc::connection_closed,
-               fmt::format("{} {} {}; {} of our writes were unacknowledged; check the peer's "
-                           "log and reconnect",
-                           peer_name_,
-                           err == 0 ? std::string("closed the TCP connection (EOF)")
-                                    : fmt::format("broke the TCP connection ({})", errno_text(err)),
-                           what, outstanding)),
-         outstanding > 0 ? sq_retired_ + 1 : 0, WcStatus::retry_exceeded);
-    return;
-  }
-}
-
-std::string TcpConnection::describe_incoming() const {
-  return fmt::format("write seq {} ({} bytes to 0x{:x} with rkey 0x{:08x}, imm {})", in_.seq,
-                     in_.length, in_.remote_addr, in_.rkey, in_.imm);
-}
-
 bool TcpConnection::start_frame() noexcept {
-  rhdr_have_ = 0;
   if (!in_.decode(rhdr_)) {
     in_.seq = 0;  // not a write: the NAK names none
     refuse(NakSyndrome::invalid_request, Errc::protocol_error,
@@ -552,7 +484,10 @@ void TcpConnection::finish_frame() noexcept {
   const WcOpcode op = in_.type == FrameType::send ? WcOpcode::recv : WcOpcode::recv_rdma_with_imm;
   const uint32_t imm = in_.type == FrameType::send ? 0 : in_.imm;
   push_completion(Completion{wr_id, imm, in_.length, op, WcStatus::success});
-  if ((in_.flags & kFlagAckRequested) != 0) ack_wanted_ = recv_seq_;
+  if ((in_.flags & kFlagAckRequested) != 0) {
+    ack_wanted_ = recv_seq_;
+    if (in_.type == FrameType::write) ack_urgent_ = true;
+  }
 }
 
 void TcpConnection::retire_acked(uint64_t acked_seq) noexcept {
@@ -615,6 +550,7 @@ void TcpConnection::fail(Error why, uint64_t failed_seq, WcStatus status) noexce
   }
   rq_consumed_ = rq_posted_;
   ctl_pending_ = false;
+  ctl_lazy_ = false;
   if (fd_.valid()) ::shutdown(fd_.get(), SHUT_RDWR);
 }
 

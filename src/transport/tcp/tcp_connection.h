@@ -2,9 +2,11 @@
 // transport; users see it as a transport::Connection. Design and checks: docs/transport.md.
 //
 // Progress is made by the owner's calls: post_writes() tries to send at once, poll() sends
-// what is left, reads and places incoming frames, sends acknowledgements and reaps
-// completions; wait() blocks in poll(2) on the socket. There is no internal thread, so the
-// bytes are moved by the thread that owns the connection and no completion crosses threads.
+// what is left, reads incoming frames (as many as the socket holds, into a staging buffer)
+// and places them, sends acknowledgements and reaps completions; wait() blocks in poll(2)
+// on the socket. An acknowledgement that only Sends asked for waits for the next outgoing
+// frame or the next call (docs/transport.md, "Acknowledgements"). There is no internal thread, so
+// the bytes are moved by the thread that owns the connection and no completion crosses threads.
 // Every queue is allocated when the connection is built: the data path neither allocates
 // nor throws.
 #pragma once
@@ -46,7 +48,10 @@ class TcpConnection final : public Connection {
     return static_cast<uint32_t>(cq_.size());
   }
   Status wait(std::chrono::milliseconds timeout) override;
+  // Sends a deferred acknowledgement first: the caller is about to block.
   int readiness(std::span<pollfd> out) noexcept override;
+  // Remembers whether poll(2) found the socket readable: the next poll() reads only then.
+  void consume_readiness(std::span<const pollfd> fds) noexcept override;
   [[nodiscard]] bool healthy() const noexcept override {
     return healthy_.load(std::memory_order_acquire);
   }
@@ -89,11 +94,18 @@ class TcpConnection final : public Connection {
     uint32_t bytes = 0;
   };
   enum class RecvState : uint8_t { header, payload };
+  // What the last readiness check said of the socket; the next poll() reads it unless
+  // poll(2) reported it empty (not_readable), then forgets.
+  enum class RecvHint : uint8_t { unknown, not_readable };
 
   static constexpr int kMaxIov = 64 + kMaxWriteSegments;  // iovecs per sendmsg (IOV_MAX is 1024)
   // Bytes read per poll() before returning to the caller, so one busy connection cannot
   // starve the completions of another polled by the same thread.
   static constexpr size_t kRecvBudgetBytes = 8u << 20;
+  // Staging buffer of incoming bytes: one read takes every small frame the socket holds
+  // (headers, acks, messages); payloads are copied from it into place, and the rest of a
+  // payload larger than what it holds is read straight into place.
+  static constexpr size_t kStageBytes = 16u << 10;
 
   SendSlot& slot(uint64_t index) noexcept { return sq_[index % sq_.size()]; }
   // The checks every post_*() makes before it queues anything, in this order: the
@@ -114,6 +126,25 @@ class TcpConnection final : public Connection {
 
   void progress_send() noexcept;
   void progress_recv() noexcept;
+  // Parses and places what the staging buffer holds; false when the connection failed.
+  bool drain_stage() noexcept;
+  // Copies staged payload bytes into the incoming frame's target; false when it failed.
+  bool place_staged(size_t take) noexcept;
+  // The target of the incoming frame's payload.
+  [[nodiscard]] uint8_t* payload_target() const noexcept;
+  // Whether the incoming write's region is still the one checked at its header (the
+  // caller holds the registry's shared lock).
+  [[nodiscard]] bool write_target_valid() const noexcept;
+  void refuse_deregistered() noexcept;
+  // The socket read `n` (0: EOF, < 0: errno): fails the connection naming where it broke.
+  void fail_on_read_error(ssize_t n) noexcept;
+  // Whether anything but a deferred acknowledgement waits to be sent.
+  [[nodiscard]] bool data_pending() const noexcept {
+    return sq_sent_ < sq_posted_ || rsp_head_ < rsp_tail_;
+  }
+  // Queues the acknowledgement the peer asked for (at most one per poll()): at once when a
+  // write asked, deferred to the next outgoing frame or call when only Sends did.
+  void queue_ack() noexcept;
   void push_completion(const Completion& c) noexcept;
   void retire_acked(uint64_t acked_seq) noexcept;
   bool start_frame() noexcept;  // header complete: check it; false when the conn failed
@@ -167,6 +198,9 @@ class TcpConnection final : public Connection {
   bool nak_queued_ = false;  // after a NAK nothing else is sent
   uint64_t ack_wanted_ = 0;  // highest placed seq the requester asked us to acknowledge
   uint64_t ack_sent_ = 0;
+  bool ack_urgent_ = false;   // a write asked for ack_wanted_: no deferral
+  bool ctl_lazy_ = false;     // the pending control frame is a deferred ack
+  bool posts_sends_ = false;  // this side posted a Send: acks of the peer's Sends may wait
 
   // Receive queue of posted receives.
   std::vector<RecvSlot> rq_;
@@ -174,10 +208,14 @@ class TcpConnection final : public Connection {
   uint64_t rq_consumed_ = 0;
   uint64_t recv_cq_pending_ = 0;
 
-  // Incoming frame state.
+  // Incoming frame state. Bytes read but not yet parsed or placed are stage_[st_head_,
+  // st_tail_).
   RecvState rstate_ = RecvState::header;
-  uint8_t rhdr_[kFrameHeaderBytes] = {};
-  size_t rhdr_have_ = 0;
+  RecvHint recv_hint_ = RecvHint::unknown;
+  uint8_t rhdr_[kFrameHeaderBytes] = {};  // the header being handled
+  std::vector<uint8_t> stage_;
+  size_t st_head_ = 0;
+  size_t st_tail_ = 0;
   FrameHeader in_;
   uint64_t in_generation_ = 0;  // registration being written into
   size_t in_done_ = 0;          // payload bytes placed

@@ -16,6 +16,7 @@ PostStatus TcpConnection::post_sends(std::span<const SendRequest> requests) noex
     w.signaled = r.signaled;
     push_slot(Kind::send, r.wr_id, w, nullptr);
   }
+  posts_sends_ = true;
   progress_send();
   return PostStatus::ok;
 }
