@@ -71,7 +71,7 @@ MemoryPlan follower_memory_plan(const ChannelOptions& o) {
     p.add(remote, o.ring_bytes, o.shards, g);
     p.add(remote, large_buffer_room(o), o.shards, g);
   }
-  // Acknowledgement tags, one buffer per carrier (Follower::carrier()): up to one carrier per
+  // Acknowledgement tags, one buffer per carrier (FollowerCarrier::wrap()): up to one carrier per
   // shard for the session in force and as many for a new one arriving before it ends.
   if (!o.pre_shared_key.empty())
     p.add(Access::local_write, size_t{o.queue_depth + 9} * kMacTagBytes, 2 * size_t{o.shards});

@@ -23,61 +23,49 @@ using transport::Access;
 // 1024 shards, which must fit into one bootstrap Hello.
 static_assert(2 * kBufferGenerations * 1024 <= transport::bootstrap::kMaxRegions);
 
-Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& options,
-                                                      std::unique_ptr<transport::Transport> t,
-                                                      const StoreHooks& store) {
-  std::unique_ptr<Follower> self(new Follower(options, std::move(t), store));
-  RDMAREPL_TRY(self->open_memory(follower_memory_plan(options)));
-  self->tag_bytes_ = options.pre_shared_key.empty() ? 0 : kMacTagBytes;
-  const size_t large = large_buffer_room(options);
-  for (uint32_t i = 0; i < options.shards; ++i) {
+Status Follower::make_shards() {
+  const size_t large = large_buffer_room(options_);
+  for (uint32_t i = 0; i < options_.shards; ++i) {
     auto s = std::make_unique<Shard>();
     s->index = i;
     // Rings take remote writes only from the authenticated leader; nothing else of the
     // process is registered for remote access. Two generations of each (see Shard::gen).
     for (uint32_t g = 0; g < kBufferGenerations; ++g) {
-      auto r = self->memory_.take(options.ring_bytes, Access::local_write | Access::remote_write,
-                                  fmt::format("receive ring {} of shard {}", g, i), g);
+      auto r = memory_.take(options_.ring_bytes, Access::local_write | Access::remote_write,
+                            fmt::format("receive ring {} of shard {}", g, i), g);
       if (!r.ok()) return std::move(r).error();
       s->rings[g] = std::move(r).value();
-      auto l = self->memory_.take(large, Access::local_write | Access::remote_write,
-                                  fmt::format("large-record buffer {} of shard {}", g, i), g);
+      auto l = memory_.take(large, Access::local_write | Access::remote_write,
+                            fmt::format("large-record buffer {} of shard {}", g, i), g);
       if (!l.ok()) return std::move(l).error();
       s->larges[g] = std::move(l).value();
     }
-    self->shards_.push_back(std::move(s));
+    shards_.push_back(std::move(s));
   }
-  RDMAREPL_TRY(self->open_wal());
-  RDMAREPL_TRY(self->load_leader_epoch());
-  auto listener = self->transport_->listen(options.listen);
-  if (!listener.ok())
-    return Error(listener.error().code(),
-                 fmt::format("follower cannot listen on {}: {}", options.listen.to_string(),
-                             listener.error().message()));
-  self->listener_ = std::move(listener).value();
+  return ok_status();
+}
+
+Result<std::unique_ptr<ChannelCore>> Follower::create(const ChannelOptions& options,
+                                                      std::unique_ptr<transport::Transport> t,
+                                                      const StoreHooks& store) {
+  std::unique_ptr<Follower> self(new Follower(options, std::move(t), store));
+  RDMAREPL_TRY(self->open_memory(follower_memory_plan(options)));
+  RDMAREPL_TRY(self->make_shards());
+  RDMAREPL_TRY(self->log_.open());
+  RDMAREPL_TRY(self->log_.load_leader_epoch());
+  auto endpoint = self->sessions_.listen(*self->transport_);
+  if (!endpoint.ok()) return std::move(endpoint).error();
+  self->endpoint_ = *endpoint;
   if (open_to_network(options.listen.host, options.pre_shared_key))
     log::warn(
         "rdmarepl follower {}: listening without a pre_shared_key (allow_unauthenticated): any "
         "host that reaches this port can act as this follower's leader and write into its "
         "store",
-        self->listener_->local_endpoint().to_string());
-  self->endpoint_ = self->listener_->local_endpoint();
+        self->endpoint_.to_string());
   Follower* raw = self.get();
-  self->start_wal();
-  self->start_threads([raw] { raw->accept_loop(); });
+  self->log_.start();
+  self->start_threads([raw] { raw->sessions_.accept_loop(); });
   return std::unique_ptr<ChannelCore>(std::move(self));
-}
-
-void Follower::drop(std::string_view why, bool protocol_error) noexcept {
-  if (!in_session_) return;
-  // A leader that goes away is routine (it reconnects); a bad batch is not.
-  log::logf(protocol_error ? log::Level::error : log::Level::info,
-            "rdmarepl follower {}: dropping the connections from leader {}: {}",
-            endpoint_.to_string(), shards_.front()->leader, why);
-  for (auto& c : carriers_) c->conn->close();
-  // The shards' carrier pointers are cleared under their locks by the next session's
-  // install(); until then nothing posts on them (send_ack and replies check in_session_).
-  in_session_ = false;
 }
 
 bool Follower::locate_batch(Shard& s, uint32_t imm, std::span<const std::byte>& bytes,
@@ -101,55 +89,6 @@ bool Follower::locate_batch(Shard& s, uint32_t imm, std::span<const std::byte>& 
       why = fmt::format("protocol error: unexpected immediate 0x{:08x}", imm);
       return false;
   }
-}
-
-Result<std::unique_ptr<Follower::Carrier>> Follower::carrier(
-    std::unique_ptr<transport::Connection>& conn) {
-  auto c = std::make_unique<Carrier>();
-  if (tag_bytes_ != 0) {
-    const auto& info = conn->peer();
-    if (info.regions.size() < 2 || info.regions[1].length < kMacTagBytes)
-      return Error(Errc::protocol_error,
-                   fmt::format("leader {} ({}) advertised no slots for authenticated "
-                               "acknowledgements (regions[1])",
-                               info.node_id, info.address));
-    // One slot more than our send queue holds writes (queue_depth + 8): the slot a new tag
-    // goes to belongs to a write that left the queue, even when the queue is full and the
-    // new one is refused.
-    auto tags = memory_.take(size_t{options_.queue_depth + 9} * kMacTagBytes, Access::local_write,
-                             "acknowledgement tags");
-    if (!tags.ok()) return std::move(tags).error();
-    c->tags = std::move(tags).value();
-    c->reply_slots = info.regions[1];
-    // The leader's writes are authenticated with its sending key, our receiving one.
-    c->mac = WriteMac(info.session_keys.recv);
-    c->reply_mac = WriteMac(info.session_keys.send);
-  }
-  c->conn = std::move(conn);
-  return c;
-}
-
-transport::PostStatus Follower::Carrier::post_reply(uint32_t imm) noexcept {
-  transport::WriteRequest w;
-  const auto& target = conn->peer().regions.front();
-  w.remote_addr = target.addr;
-  w.rkey = target.rkey;
-  w.imm = imm;
-  w.signaled = false;  // nothing waits for its completion; errors still complete
-  if (reply_mac.enabled()) {
-    const uint64_t n = reply_mac.counter();
-    std::byte* tag = tags.data() + (n % (tags.size() / kMacTagBytes)) * kMacTagBytes;
-    reply_mac.seal(imm, {},
-                   std::span<uint8_t, kMacTagBytes>(reinterpret_cast<uint8_t*>(tag), kMacTagBytes));
-    w.local_addr = tag;
-    w.length = kMacTagBytes;
-    w.lkey = tags.lkey();
-    w.remote_addr = reply_slots.addr + (n % (reply_slots.length / kMacTagBytes)) * kMacTagBytes;
-    w.rkey = reply_slots.rkey;
-  }
-  const auto st = conn->post_writes(std::span<const transport::WriteRequest>(&w, 1));
-  if (st != transport::PostStatus::ok && reply_mac.enabled()) reply_mac.retract();
-  return st;
 }
 
 bool Follower::authenticate(Shard& s, Carrier& c, uint32_t imm, uint32_t& byte_len,
@@ -240,7 +179,7 @@ bool Follower::handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::stri
   }
   const uint64_t last = v.header.first_seq + v.header.record_count - 1;
   if (v.header.record_count != 0 && last > applied &&
-      !wal_append(s, v, bytes.first(v.padded_size()))) {
+      !log_.append(s, v, bytes.first(v.padded_size()))) {
     why =
         "the write-ahead log refused the batch (see the error above); nothing of it was applied "
         "or acknowledged. Fix the disk and restart this follower: it recovers from its log";
@@ -250,7 +189,8 @@ bool Follower::handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::stri
   applied = apply_batch_(store_, v, applied, skipped);
   s.applied.store(applied, std::memory_order_release);
   if (v.header.record_count != 0) s.consumed_seq = std::max(s.consumed_seq, last);
-  if (imm_kind(imm) == ImmKind::ring_batch) s.cursor = offset + v.padded_size() + tag_bytes_;
+  if (imm_kind(imm) == ImmKind::ring_batch)
+    s.cursor = offset + v.padded_size() + sessions_.tag_bytes();
   const uint64_t record_bytes = applied_bytes(v, skipped);
   ChannelMetrics::add(metrics_.records_applied, v.header.record_count - skipped);
   ChannelMetrics::add(metrics_.bytes_applied, record_bytes);
@@ -269,7 +209,7 @@ bool Follower::handle_message(Shard& s, Carrier& c, uint32_t imm, uint32_t byte_
     s.conn = &c;
     s.unacked_batches = 0;
   }
-  if (imm_kind(imm) == ImmKind::checkpoint) return handle_chunk(s, byte_len, why, protocol);
+  if (imm_kind(imm) == ImmKind::checkpoint) return ship_.handle_chunk(s, byte_len, why, protocol);
   protocol = true;
   if (!handle_batch(s, imm, byte_len, why)) return false;
   ++s.unacked_batches;
@@ -287,7 +227,7 @@ size_t Follower::poll_carrier(Carrier& carrier) noexcept {
     if (e.status != transport::WcStatus::success) {
       const bool protocol = peer_violated_protocol(c);
       if (protocol) ChannelMetrics::add(metrics_.protocol_errors);
-      drop(transport::failure_reason(c, e.status), protocol);
+      sessions_.drop(transport::failure_reason(c, e.status), protocol);
       return n;
     }
     if (e.opcode != transport::WcOpcode::recv_rdma_with_imm) continue;  // our acks
@@ -295,40 +235,40 @@ size_t Follower::poll_carrier(Carrier& carrier) noexcept {
     const uint32_t shard = imm_shard(e.imm);
     if (shard >= shards_.size()) {
       ChannelMetrics::add(metrics_.protocol_errors);
-      drop(fmt::format("protocol error: immediate 0x{:08x} names shard {} of {}", e.imm, shard,
-                       shards_.size()),
-           true);
+      sessions_.drop(fmt::format("protocol error: immediate 0x{:08x} names shard {} of {}", e.imm,
+                                 shard, shards_.size()),
+                     true);
       return n;
     }
     // A checkpoint was installed: the session ends once its reply is posted, and nothing
     // more of it is applied (the leader resends after reconnecting).
-    if (end_session_.load(std::memory_order_acquire)) continue;
+    if (sessions_.end_session().load(std::memory_order_acquire)) continue;
     Shard& s = *shards_[shard];
     std::lock_guard lock(s.mu);
     bool protocol = false;
     uint32_t byte_len = e.byte_len;
     if (!authenticate(s, carrier, e.imm, byte_len, why)) {
       ChannelMetrics::add(metrics_.auth_failures);
-      drop(fmt::format("shard {}: {}", shard, why), true);
+      sessions_.drop(fmt::format("shard {}: {}", shard, why), true);
       return n;
     }
     if (!handle_message(s, carrier, e.imm, byte_len, why, protocol)) {
       if (protocol) ChannelMetrics::add(metrics_.protocol_errors);
-      drop(fmt::format("shard {}: {}", shard, why), protocol);
+      sessions_.drop(fmt::format("shard {}: {}", shard, why), protocol);
       return n;
     }
   }
   // Receives go back before the acknowledgements that let the leader send more (progress()
   // sends them after polling every carrier).
   if (received != 0 && c.post_recvs(received) != transport::PostStatus::ok)
-    drop("re-posting receives failed");
+    sessions_.drop("re-posting receives failed");
   return n;
 }
 
 size_t Follower::send_ack(Shard& s) noexcept {
-  const uint64_t durable = wal_ack_seq(s);
+  const uint64_t durable = log_.ack_seq(s);
   s.acked.store(durable, std::memory_order_release);
-  if (s.unacked_batches == 0 || s.conn == nullptr || !in_session_) return 0;
+  if (s.unacked_batches == 0 || s.conn == nullptr || !sessions_.in_session()) return 0;
   const uint64_t seq = std::min(durable, s.consumed_seq);
   // A new seq to report, or (every logged batch synced) batches that carried nothing new.
   const bool all_synced = s.pending_count == 0;
@@ -338,7 +278,7 @@ size_t Follower::send_ack(Shard& s) noexcept {
   // is full, this one goes out in a later round (nothing here changed).
   if (st == transport::PostStatus::queue_full) return 0;
   if (st != transport::PostStatus::ok) {
-    drop("sending the acknowledgement failed");
+    sessions_.drop("sending the acknowledgement failed");
     return 1;
   }
   s.last_ack_sent = seq;
@@ -347,13 +287,14 @@ size_t Follower::send_ack(Shard& s) noexcept {
 }
 
 size_t Follower::progress() noexcept {
-  std::unique_lock lock(carriers_mu_, std::try_to_lock);
+  std::unique_lock lock(sessions_.mu(), std::try_to_lock);
   if (!lock.owns_lock()) return 1;  // the accept thread is installing a connection
   size_t work = 0;
-  for (size_t i = 0; i < carriers_.size() && in_session_; ++i) {
-    Carrier& c = *carriers_[i];
+  const auto& carriers = sessions_.carriers();
+  for (size_t i = 0; i < carriers.size() && sessions_.in_session(); ++i) {
+    Carrier& c = *carriers[i];
     if (!c.conn->healthy()) {
-      drop(c.conn->error().message());
+      sessions_.drop(c.conn->error().message());
       break;
     }
     work += poll_carrier(c);
@@ -361,7 +302,7 @@ size_t Follower::progress() noexcept {
   // Every round, not only after a batch: with Durability::batch an acknowledgement waits for
   // the log's sync.
   for (auto& sp : shards_) {
-    if (!in_session_) break;
+    if (!sessions_.in_session()) break;
     std::unique_lock slock(sp->mu, std::try_to_lock);
     if (!slock.owns_lock()) {
       ++work;
@@ -378,10 +319,10 @@ void Follower::wait_for_work(std::chrono::microseconds timeout) noexcept {
   const auto ms = std::max<std::chrono::milliseconds>(
       std::chrono::duration_cast<std::chrono::milliseconds>(timeout), std::chrono::milliseconds(1));
   {
-    std::unique_lock lock(carriers_mu_, std::try_to_lock);
+    std::unique_lock lock(sessions_.mu(), std::try_to_lock);
     if (!lock.owns_lock()) return;
-    if (in_session_ && !carriers_.empty()) {
-      (void)carriers_.front()->conn->wait(ms);
+    if (sessions_.in_session() && !sessions_.carriers().empty()) {
+      (void)sessions_.carriers().front()->conn->wait(ms);
       return;
     }
   }
@@ -399,17 +340,8 @@ Status Follower::wait_all_acked(std::chrono::milliseconds) {
 void Follower::close() noexcept {
   if (closed_.exchange(true)) return;
   stop_threads();
-  listener_.reset();  // refuse new connections at once, not after the destructor
-  {
-    std::lock_guard clock(carriers_mu_);
-    lock_all([&] {
-      for (auto& sp : shards_) sp->conn = nullptr;
-      for (auto& c : carriers_) c->conn->close();
-      carriers_.clear();
-      in_session_ = false;
-    });
-  }
-  if (wal_) wal_->close();
+  sessions_.close();
+  log_.close();
 }
 
 }  // namespace rdmarepl::replication::detail

@@ -1,16 +1,17 @@
-// Follower and the write-ahead log: recovery at create() (store and applied seqs), logging
-// each verified batch before it is applied, and acknowledging only what the log has synced
-// (Durability::batch). See docs/replication.md, "Durability".
+// The follower's write-ahead log (follower_wal.h): recovery at create() (store and applied
+// seqs), logging each verified batch before it is applied, and acknowledging only what the
+// log has synced (Durability::batch). See docs/replication.md, "Durability".
+#include "follower_wal.h"
+
 #include <fmt/format.h>
 
 #include <thread>
 
-#include "follower.h"
 #include "rdmarepl/core/log.h"
 
 namespace rdmarepl::replication::detail {
 
-Status Follower::open_wal() {
+Status FollowerLog::open() {
   if (options_.wal_dir.empty()) {
     // Without a log, a DurableStore's own position is where this follower resumes.
     if (hooks_.durable_seq != nullptr)
@@ -27,7 +28,7 @@ Status Follower::open_wal() {
   if (!w) return std::move(w).error();
   wal_ = std::move(*w);
   for (auto& sp : shards_) {
-    Shard& s = *sp;
+    FollowerShard& s = *sp;
     const uint64_t seq = rec.shard_seq[s.index];
     s.applied.store(seq, std::memory_order_release);
     s.acked.store(seq, std::memory_order_release);
@@ -37,21 +38,19 @@ Status Follower::open_wal() {
   return ok_status();
 }
 
-Status Follower::load_leader_epoch() {
+Status FollowerLog::load_leader_epoch() {
   if (options_.wal_dir.empty()) return ok_status();
   auto loaded = load_accepted_leader(options_.wal_dir);
   if (!loaded.ok()) return std::move(loaded).error();
   if (!loaded->has_value()) return ok_status();
   stored_leader_ = std::move(**loaded);
-  highest_epoch_ = stored_leader_.epoch;
-  highest_leader_ = fmt::format("{} (before this follower restarted)", stored_leader_.node_id);
   log::info("rdmarepl follower: leaders with an epoch below {} are refused (leader {} had it; {})",
-            highest_epoch_, stored_leader_.node_id, kLeaderEpochFile);
+            stored_leader_.epoch, stored_leader_.node_id, kLeaderEpochFile);
   return ok_status();
 }
 
-bool Follower::persist_leader_epoch(const std::string& node, uint64_t epoch,
-                                    const std::string& who) noexcept {
+bool FollowerLog::persist_leader_epoch(const std::string& node, uint64_t epoch,
+                                       const std::string& who) noexcept {
   if (options_.wal_dir.empty() || epoch < stored_leader_.epoch ||
       (epoch == stored_leader_.epoch && node == stored_leader_.node_id))
     return true;
@@ -68,19 +67,17 @@ bool Follower::persist_leader_epoch(const std::string& node, uint64_t epoch,
   return true;
 }
 
-void Follower::start_wal() {
+void FollowerLog::start() {
   if (!wal_) return;
-  wal_->start([this](const std::function<void()>& fn) { lock_all(fn); });
+  wal_->start([this](const std::function<void()>& fn) { lock_all(shards_, fn); });
 }
 
-void Follower::lock_all(const std::function<void()>& fn) {
-  std::vector<std::unique_lock<std::mutex>> locks;
-  locks.reserve(shards_.size());
-  for (auto& sp : shards_) locks.emplace_back(sp->mu);
-  fn();
+void FollowerLog::close() noexcept {
+  if (wal_) wal_->close();
 }
 
-bool Follower::wal_append(Shard& s, const BatchView& v, std::span<const std::byte> bytes) noexcept {
+bool FollowerLog::append(FollowerShard& s, const BatchView& v,
+                         std::span<const std::byte> bytes) noexcept {
   if (!wal_) return true;
   const uint64_t last = v.header.first_seq + v.header.record_count - 1;
   const uint64_t lsn = wal_->append(s.index, bytes, last, v.header.record_count);
@@ -89,7 +86,7 @@ bool Follower::wal_append(Shard& s, const BatchView& v, std::span<const std::byt
   // The leader keeps fewer than queue_depth batches unacknowledged, so the queue has room;
   // should it not, wait for the syncer rather than lose track of a batch.
   while (s.pending_count == s.pending.size()) {
-    (void)wal_ack_seq(s);
+    (void)ack_seq(s);
     if (s.pending_count == s.pending.size()) std::this_thread::yield();
   }
   s.pending[(s.pending_head + s.pending_count) % s.pending.size()] = {lsn, last};
@@ -97,7 +94,7 @@ bool Follower::wal_append(Shard& s, const BatchView& v, std::span<const std::byt
   return true;
 }
 
-uint64_t Follower::wal_ack_seq(Shard& s) noexcept {
+uint64_t FollowerLog::ack_seq(FollowerShard& s) noexcept {
   if (!wal_ || !wal_->gates()) return s.applied.load(std::memory_order_relaxed);
   while (s.pending_count != 0 && wal_->durable(s.pending[s.pending_head].lsn)) {
     s.durable_seq = s.pending[s.pending_head].last_seq;
@@ -110,8 +107,8 @@ uint64_t Follower::wal_ack_seq(Shard& s) noexcept {
   return s.durable_seq;
 }
 
-uint64_t Follower::resume_point(Shard& s) noexcept {
-  const uint64_t seq = wal_ack_seq(s);
+uint64_t FollowerLog::resume_point(FollowerShard& s) noexcept {
+  const uint64_t seq = ack_seq(s);
   s.acked.store(seq, std::memory_order_release);
   return seq;
 }

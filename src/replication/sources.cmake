@@ -6,8 +6,9 @@ list(APPEND RDMAREPL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/core_base.cc
   ${CMAKE_CURRENT_LIST_DIR}/durability.cc
   ${CMAKE_CURRENT_LIST_DIR}/follower.cc
-  ${CMAKE_CURRENT_LIST_DIR}/follower_accept.cc
+  ${CMAKE_CURRENT_LIST_DIR}/follower_carrier.cc
   ${CMAKE_CURRENT_LIST_DIR}/follower_chunks.cc
+  ${CMAKE_CURRENT_LIST_DIR}/follower_sessions.cc
   ${CMAKE_CURRENT_LIST_DIR}/follower_ship.cc
   ${CMAKE_CURRENT_LIST_DIR}/follower_wal.cc
   ${CMAKE_CURRENT_LIST_DIR}/hello.cc

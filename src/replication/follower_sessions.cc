@@ -1,19 +1,59 @@
-// Follower control plane: the handshake threads that accept leader connections, and
-// installing them as carriers of a session, subject to the leader's identity and epoch
-// (docs/replication.md, "Handshakes" and "Leader identity and epoch"); and the doctor's
-// probes, answered on the handshake thread and never installed (probe.h).
+// Follower control plane (follower_sessions.h): the handshake threads that accept leader
+// connections, and installing them as carriers of a session, subject to the leader's
+// identity and epoch (docs/replication.md, "Handshakes" and "Leader identity and epoch");
+// and the doctor's probes, answered on the handshake thread and never installed (probe.h).
+#include "follower_sessions.h"
+
 #include <fmt/format.h>
 
 #include <thread>
 #include <vector>
 
-#include "follower.h"
 #include "probe.h"
+#include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
 
 namespace rdmarepl::replication::detail {
 
-void Follower::accept_loop() noexcept {
+Result<transport::Endpoint> FollowerSessions::listen(transport::Transport& transport) {
+  if (log_.stored_leader().epoch != 0 || !log_.stored_leader().node_id.empty()) {
+    highest_epoch_ = log_.stored_leader().epoch;
+    highest_leader_ =
+        fmt::format("{} (before this follower restarted)", log_.stored_leader().node_id);
+  }
+  auto listener = transport.listen(options_.listen);
+  if (!listener.ok())
+    return Error(listener.error().code(),
+                 fmt::format("follower cannot listen on {}: {}", options_.listen.to_string(),
+                             listener.error().message()));
+  listener_ = std::move(listener).value();
+  return listener_->local_endpoint();
+}
+
+void FollowerSessions::close() noexcept {
+  listener_.reset();  // refuse new connections at once, not after the destructor
+  std::lock_guard clock(carriers_mu_);
+  lock_all(shards_, [&] {
+    for (auto& sp : shards_) sp->conn = nullptr;
+    for (auto& c : carriers_) c->conn->close();
+    carriers_.clear();
+    in_session_ = false;
+  });
+}
+
+void FollowerSessions::drop(std::string_view why, bool protocol_error) noexcept {
+  if (!in_session_) return;
+  // A leader that goes away is routine (it reconnects); a bad batch is not.
+  log::logf(protocol_error ? log::Level::error : log::Level::info,
+            "rdmarepl follower {}: dropping the connections from leader {}: {}",
+            endpoint_.to_string(), shards_.front()->leader, why);
+  for (auto& c : carriers_) c->conn->close();
+  // The shards' carrier pointers are cleared under their locks by the next session's
+  // install(); until then nothing posts on them (send_ack and replies check in_session()).
+  in_session_ = false;
+}
+
+void FollowerSessions::accept_loop() noexcept {
   // Handshakes run concurrently where the listener allows it (docs/replication.md,
   // "Handshakes"): a slow peer holds one thread, and a silent one none.
   const uint32_t threads = listener_->accepts_concurrently() ? kHandshakeThreads : 1;
@@ -23,7 +63,7 @@ void Follower::accept_loop() noexcept {
   for (auto& t : more) t.join();
 }
 
-transport::ConnectionOptions Follower::accept_options() {
+transport::ConnectionOptions FollowerSessions::accept_options() {
   transport::ConnectionOptions co;
   co.node_id = options_.node_id;
   co.pre_shared_key = options_.pre_shared_key;
@@ -54,8 +94,8 @@ transport::ConnectionOptions Follower::accept_options() {
   return co;
 }
 
-Status Follower::check_leader(std::string_view node, std::string_view address,
-                              std::string_view app_data) {
+Status FollowerSessions::check_leader(std::string_view node, std::string_view address,
+                                      std::string_view app_data) {
   const std::string who = fmt::format("{} ({})", node, address);
   auto h = parse_leader_hello(app_data, who);
   if (!h.ok() || h->carrier != 0) return ok_status();  // install() names what is wrong
@@ -66,7 +106,28 @@ Status Follower::check_leader(std::string_view node, std::string_view address,
   return Error(Errc::connection_refused, fmt::format("refused leader {}: {}", who, refused));
 }
 
-void Follower::accept_worker(bool first) noexcept {
+void FollowerSessions::refresh(FollowerHello& hello) noexcept {
+  // The resume points may be stale by the time the leader reads them (a shard can still
+  // apply from an old connection, one hello serves every connection accepted within the
+  // accept timeout, and another thread may install a session meanwhile). A stale point
+  // would make the leader resend batches this side skips by seq, but it would also hide
+  // a follower that is ahead of a restarted leader: install() refuses a connection whose
+  // shard moved past the point it was told, or back from it (a checkpoint received from
+  // the leader was installed meanwhile), or whose buffer generation is now in use.
+  // With Durability::batch the resume point is what the log has synced (the leader must
+  // not count the rest); otherwise everything applied.
+  // A connection accepted now writes to the buffers its shard's current connection does
+  // not use. Only install() switches generations, under the install lock and the shard
+  // locks, and only for a connection told the generation not in use at that moment, so a
+  // connection never writes to the generation still being read.
+  for (auto& s : shards_) {
+    std::lock_guard lock(s->mu);
+    hello.applied[s->index] = log_.resume_point(*s);
+    hello.generation[s->index] = static_cast<uint8_t>(s->next_gen());
+  }
+}
+
+void FollowerSessions::accept_worker(bool first) noexcept {
   transport::ConnectionOptions co = accept_options();
   FollowerHello hello;
   hello.shard_count = options_.shards;
@@ -75,29 +136,12 @@ void Follower::accept_worker(bool first) noexcept {
   hello.large_bytes = shards_.front()->larges[0].size();
   hello.applied.resize(options_.shards);
   hello.generation.resize(options_.shards);
-  while (!stopping()) {
-    if (first && ship_ready_.exchange(false, std::memory_order_acq_rel)) {
+  while (host_.accepting()) {
+    if (first && host_.checkpoint_waiting()) {
       std::lock_guard lock(install_mu_);
-      install_shipped();
+      host_.install_shipped();
     }
-    // The resume points may be stale by the time the leader reads them (a shard can still
-    // apply from an old connection, one hello serves every connection accepted within the
-    // accept timeout, and another thread may install a session meanwhile). A stale point
-    // would make the leader resend batches this side skips by seq, but it would also hide
-    // a follower that is ahead of a restarted leader: install() refuses a connection whose
-    // shard moved past the point it was told, or back from it (a checkpoint received from
-    // the leader was installed meanwhile), or whose buffer generation is now in use.
-    // With Durability::batch the resume point is what the log has synced (the leader must
-    // not count the rest); otherwise everything applied.
-    // A connection accepted now writes to the buffers its shard's current connection does
-    // not use. Only install() switches generations, under the install lock and the shard
-    // locks, and only for a connection told the generation not in use at that moment, so a
-    // connection never writes to the generation still being read.
-    for (auto& s : shards_) {
-      std::lock_guard lock(s->mu);
-      hello.applied[s->index] = resume_point(*s);
-      hello.generation[s->index] = static_cast<uint8_t>(s->next_gen());
-    }
+    refresh(hello);
     co.app_data = encode(hello);
     auto conn = listener_->accept(co, std::chrono::milliseconds(100));
     if (!conn.ok()) {
@@ -115,7 +159,7 @@ void Follower::accept_worker(bool first) noexcept {
   }
 }
 
-void Follower::answer_probe(std::unique_ptr<transport::Connection> conn) noexcept {
+void FollowerSessions::answer_probe(std::unique_ptr<transport::Connection> conn) noexcept {
   const auto& info = conn->peer();
   const std::string who = fmt::format("{} ({})", info.node_id, info.address);
   Status st = parse_probe_hello(info.app_data, who);
@@ -130,54 +174,71 @@ void Follower::answer_probe(std::unique_ptr<transport::Connection> conn) noexcep
   conn->close();
 }
 
-void Follower::install(std::unique_ptr<transport::Connection> conn,
-                       const FollowerHello& told) noexcept {
+Status FollowerSessions::check_hello(const transport::PeerInfo& info, const Result<LeaderHello>& h,
+                                     const std::string& who) const {
+  if (!h.ok()) return h.error();
+  const size_t large = shards_.front()->larges[0].size();
+  if (h->shard_count != options_.shards)
+    return Error(Errc::invalid_argument,
+                 fmt::format("leader {} has {} shards but this follower has {}; configure the "
+                             "same ChannelOptions::shards on both",
+                             who, h->shard_count, options_.shards));
+  if (h->ring_bytes > options_.ring_bytes || h->large_bytes > large ||
+      h->queue_depth > options_.queue_depth)
+    return Error(Errc::invalid_argument,
+                 fmt::format("leader {} needs ring_bytes {}, large-record buffer {} and "
+                             "queue_depth {}, this follower has {}, {} and {}; use the same "
+                             "options on both",
+                             who, h->ring_bytes, h->large_bytes, h->queue_depth,
+                             options_.ring_bytes, large, options_.queue_depth));
+  if (tag_bytes_ != 0 && !info.session_keys.set)
+    return Error(Errc::auth_failed,
+                 fmt::format("the connection from leader {} was authenticated but its transport "
+                             "gave no session keys, so its batches could not be checked",
+                             who));
+  return ok_status();
+}
+
+void FollowerSessions::install(std::unique_ptr<transport::Connection> conn,
+                               const FollowerHello& told) noexcept {
   const auto& info = conn->peer();
   const std::string who = fmt::format("{} ({})", info.node_id, info.address);
   auto h = parse_leader_hello(info.app_data, who);
-  Status st = h.ok() ? ok_status() : Status(h.error());
-  if (st.ok() && h->shard_count != options_.shards)
-    st = Error(Errc::invalid_argument,
-               fmt::format("leader {} has {} shards but this follower has {}; configure the same "
-                           "ChannelOptions::shards on both",
-                           who, h->shard_count, options_.shards));
-  if (st.ok() &&
-      (h->ring_bytes > options_.ring_bytes || h->large_bytes > shards_.front()->larges[0].size() ||
-       h->queue_depth > options_.queue_depth))
-    st = Error(Errc::invalid_argument,
-               fmt::format("leader {} needs ring_bytes {}, large-record buffer {} and queue_depth "
-                           "{}, this follower has {}, {} and {}; use the same options on both",
-                           who, h->ring_bytes, h->large_bytes, h->queue_depth, options_.ring_bytes,
-                           shards_.front()->larges[0].size(), options_.queue_depth));
-  if (st.ok() && tag_bytes_ != 0 && !info.session_keys.set)
-    st = Error(Errc::auth_failed,
-               fmt::format("the connection from leader {} was authenticated but its transport "
-                           "gave no session keys, so its batches could not be checked",
-                           who));
-  auto wrapped = st.ok() ? carrier(conn) : Result<std::unique_ptr<Carrier>>(st.error());
+  const Status st = check_hello(info, h, who);
+  auto wrapped = st.ok() ? FollowerCarrier::wrap(conn, options_, memory_)
+                         : Result<std::unique_ptr<FollowerCarrier>>(st.error());
   if (!wrapped.ok()) {
     log::error("rdmarepl follower {}: {}", endpoint_.to_string(), wrapped.error().message());
     conn->close();
     return;
   }
-  std::unique_ptr<Carrier> c = std::move(wrapped).value();
   std::lock_guard clock(carriers_mu_);
-  if (h->carrier != 0) {
-    // One more carrier of the current session.
-    if (!in_session_ || h->session != session_ || info.node_id != session_leader_ ||
-        h->epoch != session_epoch_) {
-      log::info(
-          "rdmarepl follower {}: carrier {} of session {} from leader {} does not belong "
-          "to the current session; closing it",
-          endpoint_.to_string(), h->carrier, h->session, who);
-      c->conn->close();
-      return;
-    }
-    carriers_.push_back(std::move(c));
+  if (h->carrier != 0)
+    join_session(std::move(wrapped).value(), *h, who);
+  else
+    start_session(std::move(wrapped).value(), *h, told, who);
+}
+
+void FollowerSessions::join_session(std::unique_ptr<FollowerCarrier> c, const LeaderHello& h,
+                                    const std::string& who) noexcept {
+  // One more carrier of the current session.
+  if (!in_session_ || h.session != session_ || c->conn->peer().node_id != session_leader_ ||
+      h.epoch != session_epoch_) {
+    log::info(
+        "rdmarepl follower {}: carrier {} of session {} from leader {} does not belong "
+        "to the current session; closing it",
+        endpoint_.to_string(), h.carrier, h.session, who);
+    c->conn->close();
     return;
   }
+  carriers_.push_back(std::move(c));
+}
+
+void FollowerSessions::start_session(std::unique_ptr<FollowerCarrier> c, const LeaderHello& h,
+                                     const FollowerHello& told, const std::string& who) noexcept {
+  const std::string node = c->conn->peer().node_id;
   // Carrier 0 starts a session, unless another leader holds the shards.
-  const std::string refused = leader_refusal(info.node_id, h->epoch, who);
+  const std::string refused = leader_refusal(node, h.epoch, who);
   if (!refused.empty()) {
     ChannelMetrics::add(metrics_.leaders_refused);
     log::warn("rdmarepl follower {}: refused leader {}: {}", endpoint_.to_string(), who, refused);
@@ -185,13 +246,13 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
     return;
   }
   // Durable before the session starts: a restart never forgets an epoch it acted on.
-  if (!persist_leader_epoch(info.node_id, h->epoch, who)) {
+  if (!log_.persist_leader_epoch(node, h.epoch, who)) {
     c->conn->close();
     return;
   }
-  const bool takeover = in_session_ && info.node_id != session_leader_;
+  const bool takeover = in_session_ && node != session_leader_;
   const std::string previous = shards_.front()->leader;
-  const std::string moved = begin_session(c, told, h->session, who);
+  const std::string moved = begin_session(c, told, h.session, who);
   if (!moved.empty()) {
     log::info(
         "rdmarepl follower {}: {}; closing the connection so that it reconnects with the "
@@ -204,16 +265,16 @@ void Follower::install(std::unique_ptr<transport::Connection> conn,
     log::warn(
         "rdmarepl follower {}: leader {} with epoch {} took over the shards from leader {} "
         "(epoch {})",
-        endpoint_.to_string(), who, h->epoch, previous, session_epoch_);
-  session_epoch_ = h->epoch;
-  if (h->epoch >= highest_epoch_) {
-    highest_epoch_ = h->epoch;
+        endpoint_.to_string(), who, h.epoch, previous, session_epoch_);
+  session_epoch_ = h.epoch;
+  if (h.epoch >= highest_epoch_) {
+    highest_epoch_ = h.epoch;
     highest_leader_ = who;
   }
 }
 
-std::string Follower::leader_refusal(const std::string& node, uint64_t epoch,
-                                     const std::string& who) const {
+std::string FollowerSessions::leader_refusal(const std::string& node, uint64_t epoch,
+                                             const std::string& who) const {
   // A leader older than one already accepted: a deposed leader that came back.
   if (epoch < highest_epoch_)
     return fmt::format(
@@ -231,14 +292,15 @@ std::string Follower::leader_refusal(const std::string& node, uint64_t epoch,
   return {};
 }
 
-std::string Follower::begin_session(std::unique_ptr<Carrier>& conn, const FollowerHello& told,
-                                    uint32_t session, const std::string& who) noexcept {
+std::string FollowerSessions::begin_session(std::unique_ptr<FollowerCarrier>& conn,
+                                            const FollowerHello& told, uint32_t session,
+                                            const std::string& who) noexcept {
   // Every shard resumes where this handshake told the leader, or the session is refused.
   std::string moved;
-  lock_all([&] {
+  lock_all(shards_, [&] {
     for (auto& sp : shards_) {
-      Shard& s = *sp;
-      const uint64_t now = resume_point(s);
+      FollowerShard& s = *sp;
+      const uint64_t now = log_.resume_point(s);
       // Ahead: it applied more through an old session. Behind: a checkpoint installed since
       // moved it back (the leader would resume after a seq this shard no longer has).
       if (now != told.applied[s.index] && moved.empty())
@@ -261,7 +323,7 @@ std::string Follower::begin_session(std::unique_ptr<Carrier>& conn, const Follow
     for (auto& c : carriers_) c->conn->close();
     carriers_.clear();
     for (auto& sp : shards_) {
-      Shard& s = *sp;
+      FollowerShard& s = *sp;
       // From here on the poller reads only the generation this session writes to; the old
       // session (closed above, under the same locks) used the other one.
       s.gen = told.generation[s.index];
