@@ -92,6 +92,9 @@ void Leader::shard_metrics(MetricsSnapshot& m) const {
   m.shard_bytes.assign(n, 0);
   m.link_lag.assign(n * followers, 0);
   m.link_lag_bytes.assign(n * followers, 0);
+  m.link_batches_sent.assign(n * followers, 0);
+  m.link_credit_stalls.assign(n * followers, 0);
+  m.link_reconnects.assign(n * followers, 0);
   auto ld = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   for (size_t i = 0; i < n; ++i) {
     const Shard& s = *shards_[i];
@@ -103,6 +106,9 @@ void Leader::shard_metrics(MetricsSnapshot& m) const {
       m.shard_lag[i] = std::max(m.shard_lag[i], last - std::min(last, ld(l.acked_seq)));
       m.link_lag[i * followers + f] = ld(l.lag_records);
       m.link_lag_bytes[i * followers + f] = ld(l.lag_bytes);
+      m.link_batches_sent[i * followers + f] = ld(l.batches_sent);
+      m.link_credit_stalls[i * followers + f] = ld(l.credit_stalls);
+      m.link_reconnects[i * followers + f] = ld(l.reconnects);
     }
   }
 }
@@ -328,7 +334,10 @@ void Leader::send_pending(Shard& s) noexcept {
       if (!wal_sendable(d)) break;  // write-ahead: sent only once the log has it
       const auto r = l.post_batch(batch_bytes(s, d), d.large, d.last_seq(), l.next_send_bn);
       if (r == Link::Post::no_room) {
-        if (!l.stalled) ChannelMetrics::add(metrics_.credit_stalls);
+        if (!l.stalled) {
+          ChannelMetrics::add(metrics_.credit_stalls);
+          ChannelMetrics::add(l.credit_stalls);
+        }
         l.stalled = true;
         break;
       }
@@ -342,6 +351,7 @@ void Leader::send_pending(Shard& s) noexcept {
       }
       ++l.next_send_bn;
       ChannelMetrics::add(metrics_.batches_sent);
+      ChannelMetrics::add(l.batches_sent);
     }
   }
 }

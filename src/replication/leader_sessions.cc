@@ -369,7 +369,10 @@ Status LeaderSessions::install(Shard& s, Link& l, const FollowerHello& hello) {
   l.made_progress = false;
   l.sent_seq = resume;
   l.up.store(true, std::memory_order_release);
-  if (l.ever_connected) ChannelMetrics::add(metrics_.reconnects);
+  if (l.ever_connected) {
+    ChannelMetrics::add(metrics_.reconnects);
+    ChannelMetrics::add(l.reconnects);
+  }
   if (bn < s.window.end_bn() && l.ever_connected)
     ChannelMetrics::add(metrics_.batches_resent, s.window.end_bn() - bn);
   l.ever_connected = true;

@@ -28,6 +28,9 @@ replication::MetricsSnapshot sample_snapshot() {
   // Entry shard * 2 + follower: follower 0 lags 3 records on shard 0 and 2 on shard 2.
   m.link_lag = {3, 0, 0, 0, 2, 0};
   m.link_lag_bytes = {2048, 0, 0, 0, 2048, 0};
+  m.link_batches_sent = {40, 41, 0, 0, 12, 13};
+  m.link_credit_stalls = {2, 0, 0, 0, 0, 1};
+  m.link_reconnects = {0, 1, 0, 1, 0, 1};
   metrics::Histogram lat;
   for (uint64_t ns : {900, 2'000, 2'100, 40'000, 3'000'000}) lat.record(ns);
   m.ack_latency_ns = lat.snapshot();
@@ -129,6 +132,17 @@ TEST_CASE("a leader exports records and bytes per shard and lag per follower and
     CHECK(at("rdmarepl_follower_shard_lag_records", f1 + shard) == 0);
     CHECK(at("rdmarepl_follower_shard_lag_bytes", f1 + shard) == 0);
   }
+  // Batches, stalls and reconnects per link: entry shard * 2 + follower.
+  CHECK(at("rdmarepl_follower_shard_batches_sent_total", f0 + "\"0\"") == 40);
+  CHECK(at("rdmarepl_follower_shard_batches_sent_total", f1 + "\"0\"") == 41);
+  CHECK(at("rdmarepl_follower_shard_batches_sent_total", f1 + "\"2\"") == 13);
+  CHECK(at("rdmarepl_follower_shard_credit_stalls_total", f0 + "\"0\"") == 2);
+  CHECK(at("rdmarepl_follower_shard_credit_stalls_total", f1 + "\"2\"") == 1);
+  CHECK(at("rdmarepl_follower_shard_credit_stalls_total", f1 + "\"0\"") == 0);
+  CHECK(at("rdmarepl_follower_shard_reconnects_total", f1 + "\"1\"") == 1);
+  CHECK(at("rdmarepl_follower_shard_reconnects_total", f0 + "\"1\"") == 0);
+  CHECK(text.find("# TYPE rdmarepl_follower_shard_batches_sent_total counter") !=
+        std::string::npos);
   // 2 followers x 3 shards, no more.
   size_t n = 0;
   for (const auto& [series, v] : samples)
@@ -141,6 +155,9 @@ TEST_CASE("a follower exports records and bytes applied per shard and no lag") {
   m.shard_lag.clear();
   m.link_lag.clear();
   m.link_lag_bytes.clear();
+  m.link_batches_sent.clear();
+  m.link_credit_stalls.clear();
+  m.link_reconnects.clear();
   std::string text;
   auto samples = scrape(collector(m, "follower"), &text);
   INFO(text);
@@ -150,6 +167,7 @@ TEST_CASE("a follower exports records and bytes applied per shard and no lag") {
   CHECK(samples["rdmarepl_shard_applied_bytes_total{" + l + "\"2\"}"] == 770);
   CHECK(text.find("rdmarepl_shard_records_replicated_total") == std::string::npos);
   CHECK(text.find("rdmarepl_follower_shard_lag") == std::string::npos);
+  CHECK(text.find("rdmarepl_follower_shard_batches_sent_total") == std::string::npos);
 }
 
 TEST_CASE("histograms are exported in base units with cumulative le buckets") {

@@ -348,6 +348,22 @@ TEST_CASE("per-follower lag in records and bytes and per-shard seq and lag", "[c
   }
   CHECK(caught_up.follower_lag[1] == 0);
   CHECK(caught_up.follower_lag_bytes[1] == 0);
+  // Per link: batches, stalls and reconnects add up to the channel's, and both followers
+  // were sent batches (follower 1 from the retained window once it came).
+  REQUIRE(caught_up.link_batches_sent.size() == 6);
+  REQUIRE(caught_up.link_credit_stalls.size() == 6);
+  REQUIRE(caught_up.link_reconnects.size() == 6);
+  uint64_t sent[2] = {0, 0}, stalls = 0, reconnects = 0;
+  for (size_t k = 0; k < 6; ++k) {
+    sent[k % 2] += caught_up.link_batches_sent[k];
+    stalls += caught_up.link_credit_stalls[k];
+    reconnects += caught_up.link_reconnects[k];
+  }
+  CHECK(sent[0] + sent[1] == caught_up.batches_sent);
+  CHECK(sent[0] > 0);
+  CHECK(sent[1] > 0);
+  CHECK(stalls == caught_up.credit_stalls);
+  CHECK(reconnects == caught_up.reconnects);
   for (uint32_t s = 0; s < 3; ++s) CHECK(caught_up.shard_lag[s] == 0);
   const auto fm = c.followers[1]->channel->metrics();
   CHECK(fm.shard_seq == caught_up.shard_seq);  // a follower reports the seqs it applied

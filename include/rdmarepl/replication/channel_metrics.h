@@ -43,6 +43,11 @@ struct MetricsSnapshot {
   // follower_lag, which is their sum over the shards. Empty on a follower.
   std::vector<uint64_t> link_lag;
   std::vector<uint64_t> link_lag_bytes;
+  // Leader, per shard and follower (the same entries): that link's part of batches_sent,
+  // credit_stalls and reconnects. Empty on a follower.
+  std::vector<uint64_t> link_batches_sent;
+  std::vector<uint64_t> link_credit_stalls;
+  std::vector<uint64_t> link_reconnects;
 #define RDMAREPL_HISTOGRAM_(name, unit, help) metrics::Histogram::Snapshot name;
   RDMAREPL_CHANNEL_HISTOGRAMS(RDMAREPL_HISTOGRAM_)
 #undef RDMAREPL_HISTOGRAM_

@@ -182,6 +182,16 @@ void ChannelCollector::add_links(const replication::MetricsSnapshot& m,
                           "leader: bytes of the shard's sealed batches a follower has not "
                           "acknowledged, over the retained window",
                           "bytes", MetricType::Gauge);
+  auto batches = family("rdmarepl_follower_shard_batches_sent_total",
+                        "leader: batch writes posted to a follower on the shard", "batches",
+                        MetricType::Counter);
+  auto stalls = family("rdmarepl_follower_shard_credit_stalls_total",
+                       "leader: times a batch to a follower on the shard waited for ring space "
+                       "or queue depth",
+                       "events", MetricType::Counter);
+  auto reconnects = family("rdmarepl_follower_shard_reconnects_total",
+                           "leader: the shard's link to a follower (re)established after the first",
+                           "connections", MetricType::Counter);
   for (size_t f = 0; f < followers; ++f)
     for (size_t i = 0; i < shards; ++i) {
       auto l = labels();
@@ -190,10 +200,19 @@ void ChannelCollector::add_links(const replication::MetricsSnapshot& m,
       const size_t k = i * followers + f;
       lag.metric.push_back(gauge(l, static_cast<double>(m.link_lag[k])));
       if (k < m.link_lag_bytes.size())
-        lag_bytes.metric.push_back(gauge(std::move(l), static_cast<double>(m.link_lag_bytes[k])));
+        lag_bytes.metric.push_back(gauge(l, static_cast<double>(m.link_lag_bytes[k])));
+      if (k < m.link_batches_sent.size())
+        batches.metric.push_back(counter(l, static_cast<double>(m.link_batches_sent[k])));
+      if (k < m.link_credit_stalls.size())
+        stalls.metric.push_back(counter(l, static_cast<double>(m.link_credit_stalls[k])));
+      if (k < m.link_reconnects.size())
+        reconnects.metric.push_back(
+            counter(std::move(l), static_cast<double>(m.link_reconnects[k])));
     }
   out.push_back(std::move(lag));
   out.push_back(std::move(lag_bytes));
+  for (auto* fam : {&batches, &stalls, &reconnects})
+    if (!fam->metric.empty()) out.push_back(std::move(*fam));
 }
 
 void ChannelCollector::add_histograms(const replication::MetricsSnapshot& m,
