@@ -278,7 +278,14 @@ size_t Follower::send_ack(Shard& s) noexcept {
   // is full, this one goes out in a later round (nothing here changed).
   if (st == transport::PostStatus::queue_full) return 0;
   if (st != transport::PostStatus::ok) {
-    sessions_.drop("sending the acknowledgement failed");
+    // The connection's own error names the cause (a peer gone mid-frame, a reset).
+    const transport::Connection& conn = *s.conn->conn;
+    const bool protocol = peer_violated_protocol(conn);
+    if (protocol) ChannelMetrics::add(metrics_.protocol_errors);
+    const std::string why = conn.error().message();
+    sessions_.drop(fmt::format("sending the acknowledgement failed: {}",
+                               why.empty() ? std::string("the connection refused it") : why),
+                   protocol);
     return 1;
   }
   s.last_ack_sent = seq;
