@@ -136,6 +136,10 @@ class TcpConnection final : public Connection {
   // caller holds the registry's shared lock).
   [[nodiscard]] bool write_target_valid() const noexcept;
   void refuse_deregistered() noexcept;
+  // For an incoming write: takes `lock` (the registry's, deferred) and re-checks the target,
+  // so that a region deregistered meanwhile is never written to; false (the write refused,
+  // the lock released) when it was. Other frames land in buffers this side posted: true.
+  bool lock_write_target(std::shared_lock<std::shared_mutex>& lock) noexcept;
   // The socket read `n` (0: EOF, < 0: errno): fails the connection naming where it broke.
   void fail_on_read_error(ssize_t n) noexcept;
   // Whether anything but a deferred acknowledgement waits to be sent.

@@ -21,18 +21,9 @@ void TcpConnection::progress_recv() noexcept {
     size_t want = 0;
     if (rstate_ == RecvState::payload) {
       // The stage is empty: the rest of the payload goes straight into place and what
-      // follows it into the stage, in one call. A write re-checks its registration under
-      // the registry's shared lock, so that a region deregistered meanwhile is never
-      // written to; sends and read responses land in buffers this side posted.
+      // follows it into the stage, in one call (a write under the registry's lock).
       std::shared_lock lock(registry_->mutex(), std::defer_lock);
-      if (in_.type == FrameType::write) {
-        lock.lock();
-        if (!write_target_valid()) {
-          lock.unlock();
-          refuse_deregistered();
-          return;
-        }
-      }
+      if (!lock_write_target(lock)) return;
       const size_t rest = in_.length - in_done_;
       iovec v[2] = {{payload_target() + in_done_, rest}, {stage_.data(), stage_.size()}};
       want = rest + stage_.size();
@@ -91,18 +82,20 @@ bool TcpConnection::drain_stage() noexcept {
 
 bool TcpConnection::place_staged(size_t take) noexcept {
   std::shared_lock lock(registry_->mutex(), std::defer_lock);
-  if (in_.type == FrameType::write) {
-    lock.lock();
-    if (!write_target_valid()) {
-      lock.unlock();
-      refuse_deregistered();
-      return false;
-    }
-  }
+  if (!lock_write_target(lock)) return false;
   std::memcpy(payload_target() + in_done_, stage_.data() + st_head_, take);
   st_head_ += take;
   in_done_ += take;
   return true;
+}
+
+bool TcpConnection::lock_write_target(std::shared_lock<std::shared_mutex>& lock) noexcept {
+  if (in_.type != FrameType::write) return true;
+  lock.lock();
+  if (write_target_valid()) return true;
+  lock.unlock();
+  refuse_deregistered();
+  return false;
 }
 
 uint8_t* TcpConnection::payload_target() const noexcept {
