@@ -170,49 +170,61 @@ void ChannelCollector::add_shards(const replication::MetricsSnapshot& m,
   add_links(m, out);
 }
 
+namespace {
+
+// The leader's series per follower and shard: MetricsSnapshot's link_* vectors (entry
+// `shard * followers + follower`). link_lag sets the count; a shorter vector exports none
+// of its entries past its end, and a family with no series is left out unless `always`.
+struct LinkSeries {
+  const char* name;
+  const char* help;
+  const char* unit;
+  MetricType type;
+  const std::vector<uint64_t> replication::MetricsSnapshot::*values;
+  bool always;
+};
+constexpr LinkSeries kLinkSeries[] = {
+    {"rdmarepl_follower_shard_lag_records",
+     "leader: records of the shard a follower has not acknowledged", "records", MetricType::Gauge,
+     &replication::MetricsSnapshot::link_lag, true},
+    {"rdmarepl_follower_shard_lag_bytes",
+     "leader: bytes of the shard's sealed batches a follower has not acknowledged, over the "
+     "retained window",
+     "bytes", MetricType::Gauge, &replication::MetricsSnapshot::link_lag_bytes, true},
+    {"rdmarepl_follower_shard_batches_sent_total",
+     "leader: batch writes posted to a follower on the shard", "batches", MetricType::Counter,
+     &replication::MetricsSnapshot::link_batches_sent, false},
+    {"rdmarepl_follower_shard_credit_stalls_total",
+     "leader: times a batch to a follower on the shard waited for ring space or queue depth",
+     "events", MetricType::Counter, &replication::MetricsSnapshot::link_credit_stalls, false},
+    {"rdmarepl_follower_shard_reconnects_total",
+     "leader: the shard's link to a follower (re)established after the first", "connections",
+     MetricType::Counter, &replication::MetricsSnapshot::link_reconnects, false},
+};
+
+}  // namespace
+
 void ChannelCollector::add_links(const replication::MetricsSnapshot& m,
                                  std::vector<MetricFamily>& out) const {
   const size_t shards = m.shard_seq.size();
   if (shards == 0 || m.link_lag.size() % shards != 0 || m.link_lag.empty()) return;
   const size_t followers = m.link_lag.size() / shards;
-  auto lag = family("rdmarepl_follower_shard_lag_records",
-                    "leader: records of the shard a follower has not acknowledged", "records",
-                    MetricType::Gauge);
-  auto lag_bytes = family("rdmarepl_follower_shard_lag_bytes",
-                          "leader: bytes of the shard's sealed batches a follower has not "
-                          "acknowledged, over the retained window",
-                          "bytes", MetricType::Gauge);
-  auto batches = family("rdmarepl_follower_shard_batches_sent_total",
-                        "leader: batch writes posted to a follower on the shard", "batches",
-                        MetricType::Counter);
-  auto stalls = family("rdmarepl_follower_shard_credit_stalls_total",
-                       "leader: times a batch to a follower on the shard waited for ring space "
-                       "or queue depth",
-                       "events", MetricType::Counter);
-  auto reconnects = family("rdmarepl_follower_shard_reconnects_total",
-                           "leader: the shard's link to a follower (re)established after the first",
-                           "connections", MetricType::Counter);
-  for (size_t f = 0; f < followers; ++f)
-    for (size_t i = 0; i < shards; ++i) {
-      auto l = labels();
-      l.push_back({"follower", std::to_string(f)});
-      l.push_back({"shard", std::to_string(i)});
-      const size_t k = i * followers + f;
-      lag.metric.push_back(gauge(l, static_cast<double>(m.link_lag[k])));
-      if (k < m.link_lag_bytes.size())
-        lag_bytes.metric.push_back(gauge(l, static_cast<double>(m.link_lag_bytes[k])));
-      if (k < m.link_batches_sent.size())
-        batches.metric.push_back(counter(l, static_cast<double>(m.link_batches_sent[k])));
-      if (k < m.link_credit_stalls.size())
-        stalls.metric.push_back(counter(l, static_cast<double>(m.link_credit_stalls[k])));
-      if (k < m.link_reconnects.size())
-        reconnects.metric.push_back(
-            counter(std::move(l), static_cast<double>(m.link_reconnects[k])));
-    }
-  out.push_back(std::move(lag));
-  out.push_back(std::move(lag_bytes));
-  for (auto* fam : {&batches, &stalls, &reconnects})
-    if (!fam->metric.empty()) out.push_back(std::move(*fam));
+  for (const auto& series : kLinkSeries) {
+    auto fam = family(series.name, series.help, series.unit, series.type);
+    const auto& values = m.*series.values;
+    for (size_t f = 0; f < followers; ++f)
+      for (size_t i = 0; i < shards; ++i) {
+        const size_t k = i * followers + f;
+        if (k >= values.size()) continue;
+        auto l = labels();
+        l.push_back({"follower", std::to_string(f)});
+        l.push_back({"shard", std::to_string(i)});
+        const auto v = static_cast<double>(values[k]);
+        fam.metric.push_back(series.type == MetricType::Counter ? counter(std::move(l), v)
+                                                                : gauge(std::move(l), v));
+      }
+    if (series.always || !fam.metric.empty()) out.push_back(std::move(fam));
+  }
 }
 
 void ChannelCollector::add_histograms(const replication::MetricsSnapshot& m,
