@@ -225,8 +225,7 @@ size_t Follower::poll_carrier(Carrier& carrier) noexcept {
   for (size_t i = 0; i < n; ++i) {
     const auto& e = wc[i];
     if (e.status != transport::WcStatus::success) {
-      const bool protocol = peer_violated_protocol(c);
-      if (protocol) ChannelMetrics::add(metrics_.protocol_errors);
+      const bool protocol = count_peer_violation(c, metrics_);
       sessions_.drop(transport::failure_reason(c, e.status), protocol);
       return n;
     }
@@ -280,8 +279,7 @@ size_t Follower::send_ack(Shard& s) noexcept {
   if (st != transport::PostStatus::ok) {
     // The connection's own error names the cause (a peer gone mid-frame, a reset).
     const transport::Connection& conn = *s.conn->conn;
-    const bool protocol = peer_violated_protocol(conn);
-    if (protocol) ChannelMetrics::add(metrics_.protocol_errors);
+    const bool protocol = count_peer_violation(conn, metrics_);
     const std::string why = conn.error().message();
     sessions_.drop(fmt::format("sending the acknowledgement failed: {}",
                                why.empty() ? std::string("the connection refused it") : why),

@@ -394,7 +394,7 @@ size_t LeaderSessions::drain_carrier(FollowerCarriers& fc, Carrier& c,
   for (size_t i = 0; i < n; ++i) {
     const auto& e = wc[i];
     if (e.status != transport::WcStatus::success) {
-      if (peer_violated_protocol(conn)) ChannelMetrics::add(metrics_.protocol_errors);
+      (void)count_peer_violation(conn, metrics_);
       fc.fail(transport::failure_reason(conn, e.status));
       return n;
     }
