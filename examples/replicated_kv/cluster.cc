@@ -49,7 +49,9 @@ Result<ChildProcess> start_follower(const RunConfig& config, uint32_t index, uin
                              std::to_string(port)});
   auto child = ChildProcess::spawn("follower-" + std::to_string(index + 1), args);
   if (!child) return child;
-  auto line = child->control().read_line(30s);
+  // Starting takes seconds; a slow machine (a guest under TCG beside other work) may take
+  // longer, so the run's own timeout bounds it.
+  auto line = child->control().read_line(config.timeout);
   if (!line) return Error(line.error().code(), child->name() + ": " + line.error().message());
   if (line->rfind("ready ", 0) != 0) {
     return Error(Errc::io_error, child->name() + " failed to start: " + error_text(*line));
@@ -111,7 +113,7 @@ Result<RunResult> run_cluster(const RunConfig& config) {
   if (!spawned) return std::move(spawned).error();
   ChildProcess leader = std::move(*spawned);
   {
-    auto ready = leader.control().read_line(30s);
+    auto ready = leader.control().read_line(config.timeout);
     if (!ready) return Error(ready.error().code(), "leader: " + ready.error().message());
     if (ready->rfind("ready ", 0) != 0) {
       return Error(Errc::io_error, "leader failed to start: " + error_text(*ready));
