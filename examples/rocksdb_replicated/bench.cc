@@ -11,9 +11,14 @@
 #include <CLI/CLI.hpp>
 
 #include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -27,18 +32,59 @@ using Channel = rdmarepl::ReplicationChannel<RocksDbStore>;
 
 namespace {
 
-struct Result {
-  double per_sec = 0;
-  double p99_us = 0;
-  double cpu_us = 0;  // CPU time of the whole process (every thread) per write
+// CPU time (user + system) so far, in microseconds: of the whole process, and split by who
+// spent it, from /proc/self/task/<tid>/stat and the threads' names (the library names its
+// threads "rrL-..." on a leader and "rrF-..." on a follower).
+struct Cpu {
+  double total = 0;
+  double leader = 0;     // the writing thread (it also drives the leader) and rrL-* threads
+  double followers = 0;  // rrF-* threads: both followers' channels and their stores' applies
+  // The rest is other threads: RocksDB's flushes and compactions of every database.
 };
 
-// CPU time (user + system) of this process so far, in microseconds.
-double cpu_now_us() {
+double ticks_to_us(double ticks) {
+  static const double per_sec = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return ticks * 1e6 / per_sec;
+}
+
+Cpu cpu_now() {
+  Cpu c;
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   auto us = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e6 + t.tv_usec; };
-  return us(u.ru_utime) + us(u.ru_stime);
+  c.total = us(u.ru_utime) + us(u.ru_stime);
+  const auto main_tid = std::to_string(getpid());
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm_file(e.path() / "comm"), stat_file(e.path() / "stat");
+    std::string comm, stat;
+    std::getline(comm_file, comm);
+    std::getline(stat_file, stat);
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;  // the thread ended meanwhile
+    // After "pid (comm)": state is field 3; utime and stime are fields 14 and 15.
+    std::istringstream fields(stat.substr(close + 2));
+    std::string skip;
+    for (int f = 3; f < 14; ++f) fields >> skip;
+    double utime = 0, stime = 0;
+    fields >> utime >> stime;
+    const double t = ticks_to_us(utime + stime);
+    if (e.path().filename() == main_tid || comm.starts_with("rrL-")) c.leader += t;
+    if (comm.starts_with("rrF-")) c.followers += t;
+  }
+  return c;
+}
+
+struct Result {
+  double per_sec = 0;
+  double p99_us = 0;
+  Cpu cpu;  // per write
+};
+
+Cpu per_write(const Cpu& before, uint64_t writes) {
+  const Cpu after = cpu_now();
+  const auto n = static_cast<double>(writes);
+  return {(after.total - before.total) / n, (after.leader - before.leader) / n,
+          (after.followers - before.followers) / n};
 }
 
 // Replicated writes outstanding (not yet committed) at most.
@@ -73,15 +119,14 @@ void local_write(rocksdb::DB& db, uint64_t i, size_t records, const std::string&
 Result run_alone(rocksdb::DB& db, uint64_t writes, size_t records, const std::string& value) {
   std::vector<Slot> lat(writes);
   const uint64_t t0 = rdmarepl::mono_ns();
-  const double c0 = cpu_now_us();
+  const Cpu c0 = cpu_now();
   for (uint64_t i = 0; i < writes; ++i) {
     lat[i].t0 = rdmarepl::mono_ns();
     local_write(db, i, records, value);
     lat[i].ns = rdmarepl::mono_ns() - lat[i].t0;
   }
   const double s = static_cast<double>(rdmarepl::mono_ns() - t0) / 1e9;
-  return {static_cast<double>(writes) / s, p99(lat),
-          (cpu_now_us() - c0) / static_cast<double>(writes)};
+  return {static_cast<double>(writes) / s, p99(lat), per_write(c0, writes)};
 }
 
 void on_commit(void* ctx, rdmarepl::Ticket, const rdmarepl::Status&) noexcept {
@@ -97,7 +142,7 @@ Result run_replicated(rocksdb::DB& db, Channel& ch, uint64_t writes, size_t reco
   std::vector<rdmarepl::GroupOp> ops(records);
   const uint64_t t0 = rdmarepl::mono_ns();
   std::vector<rdmarepl::Ticket> tickets(writes);
-  const double c0 = cpu_now_us();
+  const Cpu c0 = cpu_now();
   for (uint64_t i = 0; i < writes; ++i) {
     // At most kWindow writes outstanding: latency is measured below saturation's queue.
     // (Polls committed() rather than wait(), which would also seal the open batch early.)
@@ -126,8 +171,7 @@ Result run_replicated(rocksdb::DB& db, Channel& ch, uint64_t writes, size_t reco
   while (ch.progress() != 0) {  // the last callbacks
   }
   const double s = static_cast<double>(rdmarepl::mono_ns() - t0) / 1e9;
-  return {static_cast<double>(writes) / s, p99(lat),
-          (cpu_now_us() - c0) / static_cast<double>(writes)};
+  return {static_cast<double>(writes) / s, p99(lat), per_write(c0, writes)};
 }
 
 // A follower store that applies record by record (and group by group): RocksDbStore without
@@ -259,9 +303,17 @@ int main(int argc, char** argv) {
     fmt::print(
         "{:<30} {:>6} writes  alone {:>6.0f}/s p99 {:>6.0f} us cpu {:>5.1f} us  replicated "
         "{:>6.0f}/s p99 {:>8.0f} us cpu {:>6.1f} us  ratio {:.2f}  ({:.0f} vs {:.0f} MB/s)\n",
-        what, n, al.per_sec, al.p99_us, al.cpu_us, re.per_sec, re.p99_us, re.cpu_us,
+        what, n, al.per_sec, al.p99_us, al.cpu.total, re.per_sec, re.p99_us, re.cpu.total,
         re.per_sec / al.per_sec, al.per_sec * static_cast<double>(recs * a.value_bytes) / 1e6,
         re.per_sec * static_cast<double>(recs * a.value_bytes) / 1e6);
+    // Where the replicated run's CPU went, per write. "leader / alone" is the writing
+    // thread's cost alone over the leader's: the ratio a leader with a core to itself would
+    // keep if its followers ran on machines of their own.
+    fmt::print(
+        "{:<30} cpu per write: alone's writer {:.1f} us; replicated: leader {:.1f} us, "
+        "followers {:.1f} us (both), other {:.1f} us; leader / alone {:.2f}\n",
+        "", al.cpu.leader, re.cpu.leader, re.cpu.followers,
+        re.cpu.total - re.cpu.leader - re.cpu.followers, al.cpu.leader / re.cpu.leader);
     std::fflush(stdout);
   };
   auto report = [&](const char* how, const Runs& alone, const Runs& rep) {

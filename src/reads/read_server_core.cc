@@ -12,6 +12,7 @@
 #include "read_format.h"
 #include "replication/transport_select.h"
 #include "server_connection.h"
+#include "core/thread_name.h"
 
 namespace rdmarepl::reads {
 namespace {
@@ -64,6 +65,7 @@ class ServerImpl final : public ReadServerCore {
 
  private:
   void accept_loop() {
+    core::name_this_thread("rr-read-accept");
     transport::ConnectionOptions co;
     co.node_id = options_.node_id;
     co.pre_shared_key = options_.pre_shared_key;
@@ -111,6 +113,7 @@ class ServerImpl final : public ReadServerCore {
   }
 
   void serve_loop() {
+    core::name_this_thread("rr-read-serve");
     std::vector<std::unique_ptr<ServerConnection>> live;
     std::vector<transport::Connection*> conns;  // live's, for wait_any()
     ServeCounters c;

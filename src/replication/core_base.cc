@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "batch_limits.h"
+#include "core/thread_name.h"
 #include "shard.h"
 
 namespace rdmarepl::replication::detail {
@@ -26,7 +27,10 @@ Status CoreBase::open_memory(const MemoryPlan& plan) {
 }
 
 void CoreBase::start_threads(std::function<void()> control) {
-  control_ = std::thread(std::move(control));
+  control_ = std::thread([this, control = std::move(control)] {
+    core::name_this_thread(options_.role, "control");
+    control();
+  });
   if (options_.polling != PollingMode::manual) poller_ = std::thread([this] { poll_loop(0); });
 }
 
@@ -66,6 +70,7 @@ size_t CoreBase::progress_worker(uint32_t, uint32_t) noexcept {
 }
 
 void CoreBase::poll_loop(uint32_t worker) noexcept {
+  core::name_this_thread(options_.role, "poll", static_cast<int>(worker));
   // Idle rounds in a row before a busy poller yields the CPU: keeps latency low under load
   // and stops one spinning core from starving the store on a small machine.
   constexpr unsigned kSpinsBeforeYield = 64;

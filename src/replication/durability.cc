@@ -7,6 +7,7 @@
 
 #include "rdmarepl/core/byte_order.h"
 #include "rdmarepl/core/log.h"
+#include "core/thread_name.h"
 
 namespace rdmarepl::replication::detail {
 
@@ -324,6 +325,7 @@ uint64_t Wal::catchup_segment(uint32_t shard, uint64_t after) noexcept {
 }
 
 void Wal::sync_loop() noexcept {
+  core::name_this_thread(options_.role, "walsync");
   std::unique_lock lk(mu_);
   for (;;) {
     sync_cv_.wait(lk, [this] { return stop_ || (pending_ && !hold_); });
@@ -350,6 +352,7 @@ void Wal::hold_syncs(bool hold) noexcept {
 }
 
 void Wal::checkpoint_loop() noexcept {
+  core::name_this_thread(options_.role, "checkpoint");
   const auto tick = std::chrono::milliseconds(50);
   std::unique_lock lk(mu_);
   while (!stop_) {

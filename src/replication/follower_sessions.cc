@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/thread_name.h"
 #include "probe.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
@@ -58,7 +59,11 @@ void FollowerSessions::accept_loop() noexcept {
   // "Handshakes"): a slow peer holds one thread, and a silent one none.
   const uint32_t threads = listener_->accepts_concurrently() ? kHandshakeThreads : 1;
   std::vector<std::thread> more;
-  for (uint32_t i = 1; i < threads; ++i) more.emplace_back([this] { accept_worker(false); });
+  for (uint32_t i = 1; i < threads; ++i)
+    more.emplace_back([this, i] {
+      core::name_this_thread(Role::follower, "accept", static_cast<int>(i));
+      accept_worker(false);
+    });
   accept_worker(true);
   for (auto& t : more) t.join();
 }

@@ -10,6 +10,7 @@
 #include "batch_limits.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
+#include "core/thread_name.h"
 
 namespace rdmarepl::replication::detail {
 
@@ -50,6 +51,7 @@ bool CatchUp::over(const Link& l, uint64_t generation) noexcept {
 }
 
 void CatchUp::loop() noexcept {
+  core::name_this_thread(Role::leader, "catchup");
   while (!stopping()) {
     bool any = false;
     for (auto& sp : shards_)

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "rdmarepl/core/log.h"
+#include "core/thread_name.h"
 
 namespace rdmarepl::tuning {
 
@@ -62,6 +63,7 @@ void TunerRunner::stop() {
 }
 
 void TunerRunner::run() {
+  core::name_this_thread("rr-tuner");
   std::unique_lock lock(run_mu_);
   while (!stop_) {
     if (cv_.wait_for(lock, opt_.period, [this] { return stop_; })) break;

@@ -11,6 +11,7 @@
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/wal/layout.h"
 #include "uring.h"
+#include "core/thread_name.h"
 
 namespace rdmarepl::wal {
 
@@ -366,6 +367,7 @@ Status Writer::wait_durable(Lsn lsn) {
 }
 
 void Writer::flusher_loop() {
+  core::name_this_thread("rr-walflush");
   std::unique_lock lk(mu_);
   while (!stop_) {
     cv_.wait_for(lk, options_.interval, [this] { return stop_; });

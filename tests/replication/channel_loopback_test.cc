@@ -2,9 +2,16 @@
 // batches and dropped connections, deterministic and fast enough to run under TSan.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <random>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "loopback_options.h"
@@ -585,4 +592,30 @@ TEST_CASE("on_commit with away_policy=fail reports the follower that stayed away
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().is(Errc::timeout));
   CHECK_THAT(st.error().message(), Catch::Contains("30001"));
+}
+
+namespace {
+
+// The names top -H, perf and gdb show for the channels' threads (src/core/thread_name.h).
+std::multiset<std::string> thread_names() {
+  std::multiset<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream f(e.path() / "comm");
+    std::string name;
+    if (std::getline(f, name)) names.insert(name);
+  }
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("a channel's threads are named after its role and their work", "[channel]") {
+  Cluster c(base_options(), 1);
+  c.start_leader();
+  REQUIRE(c.leader->replicate("k", "v").ok());
+  REQUIRE(c.leader->wait_all_acked(30s).ok());
+  const auto names = thread_names();
+  INFO(fmt::format("threads: {}", fmt::join(names, ", ")));
+  for (const char* expected : {"rrL-control", "rrL-poll0", "rrF-control", "rrF-poll0"})
+    CHECK(names.count(expected) == 1);
 }

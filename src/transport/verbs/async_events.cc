@@ -9,6 +9,7 @@
 
 #include "rdmarepl/core/log.h"
 #include "transport/verbs/device.h"
+#include "core/thread_name.h"
 
 namespace rdmarepl::transport::verbs {
 
@@ -83,6 +84,7 @@ void AsyncEventMonitor::stop() noexcept {
 }
 
 void AsyncEventMonitor::run() noexcept {
+  core::name_this_thread("rr-verbs-events");
   const int fd = device_->context()->async_fd;
   for (;;) {
     pollfd fds[2] = {{fd, POLLIN, 0}, {wake_.get(), POLLIN, 0}};
