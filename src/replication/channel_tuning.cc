@@ -128,7 +128,7 @@ tuning::Observation CoreBase::observe_window(WindowState& w) {
   std::lock_guard lock(w.mu);
   tuning::Observation o;
   const uint64_t now = mono_ns();
-  const MetricsSnapshot m = metrics_.snapshot();
+  const MetricsSnapshot m = metrics();  // with ack_latency_ns, summed over the shards
   double vc = 0, vs = 0, vq = 0;
   value_totals(vc, vs, vq);
   const bool verbs = transport_->name() == "verbs";

@@ -47,6 +47,7 @@ class CoreBase : public ChannelCore {
     s.shard_seq.resize(options_.shards);
     for (uint32_t i = 0; i < options_.shards; ++i) s.shard_seq[i] = last_seq(i);
     shard_metrics(s);
+    sum_shard_histograms(s);
     return s;
   }
   [[nodiscard]] std::string_view transport_name() const noexcept override {
@@ -85,8 +86,9 @@ class CoreBase : public ChannelCore {
   virtual void limit_engine_knobs(const tuning::Knobs& want, tuning::Knobs& effective) const;
   // Makes the engine's part of `effective` live. Called under the knob lock.
   virtual void apply_engine_knobs(const tuning::Knobs& effective) noexcept;
-  // Fills the per-shard vectors of `s` but shard_seq: shard_records and shard_bytes, and on
-  // the leader shard_lag, link_lag and link_lag_bytes. Control plane (allocates).
+  // Fills the per-shard vectors of `s` but shard_seq: shard_records, shard_bytes and
+  // shard_batches, and on the leader shard_lag, shard_window_stalls, the per-shard
+  // histograms (shard_ack_latency_ns) and the link_* vectors. Control plane (allocates).
   virtual void shard_metrics(MetricsSnapshot& s) const = 0;
   // Value sizes accepted so far: count, sum and sum of squares (leader; 0 on a follower).
   virtual void value_totals(double& count, double& sum, double& sq) const noexcept;

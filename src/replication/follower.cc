@@ -142,9 +142,11 @@ uint64_t applied_bytes(const BatchView& v, uint64_t skipped) noexcept {
 void Follower::shard_metrics(MetricsSnapshot& m) const {
   m.shard_records.resize(shards_.size());
   m.shard_bytes.resize(shards_.size());
+  m.shard_batches.resize(shards_.size());
   for (size_t i = 0; i < shards_.size(); ++i) {
     m.shard_records[i] = shards_[i]->records_applied.load(std::memory_order_relaxed);
     m.shard_bytes[i] = shards_[i]->bytes_applied.load(std::memory_order_relaxed);
+    m.shard_batches[i] = shards_[i]->batches_applied.load(std::memory_order_relaxed);
   }
 }
 
@@ -198,6 +200,7 @@ bool Follower::handle_batch(Shard& s, uint32_t imm, uint32_t byte_len, std::stri
   ChannelMetrics::add(s.bytes_applied, record_bytes);
   ChannelMetrics::add(metrics_.records_skipped, skipped);
   ChannelMetrics::add(metrics_.batches_applied);
+  ChannelMetrics::add(s.batches_applied);
   return true;
 }
 

@@ -62,6 +62,7 @@ struct FollowerShard {
   // reconnect excluded): its part of records_applied and bytes_applied.
   std::atomic<uint64_t> records_applied{0};
   std::atomic<uint64_t> bytes_applied{0};
+  std::atomic<uint64_t> batches_applied{0};  // its part of batches_applied
   // What this shard acknowledges and reports as its resume point: `applied`, or with
   // Durability::batch the last applied seq whose batch the write-ahead log has synced.
   std::atomic<uint64_t> acked{0};

@@ -95,12 +95,18 @@ void Leader::shard_metrics(MetricsSnapshot& m) const {
   m.link_batches_sent.assign(n * followers, 0);
   m.link_credit_stalls.assign(n * followers, 0);
   m.link_reconnects.assign(n * followers, 0);
+  m.shard_batches.assign(n, 0);
+  m.shard_window_stalls.assign(n, 0);
+  m.shard_ack_latency_ns.assign(n, {});
   auto ld = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   for (size_t i = 0; i < n; ++i) {
     const Shard& s = *shards_[i];
     const uint64_t last = last_seq(static_cast<uint32_t>(i));
     m.shard_records[i] = ld(s.records);
     m.shard_bytes[i] = ld(s.bytes);
+    m.shard_batches[i] = ld(s.batches);
+    m.shard_window_stalls[i] = ld(s.window_stalls);
+    m.shard_ack_latency_ns[i] = s.ack_latency_ns.snapshot();
     for (size_t f = 0; f < s.links.size(); ++f) {
       const Link& l = *s.links[f];
       m.shard_lag[i] = std::max(m.shard_lag[i], last - std::min(last, ld(l.acked_seq)));
@@ -121,6 +127,7 @@ void Leader::push_desc(Shard& s, const BatchDesc& d) noexcept {
   metrics_.batch_bytes.record(d.len);
   metrics_.batch_records.record(d.count);
   ChannelMetrics::add(metrics_.batches_sealed);
+  ChannelMetrics::add(s.batches);
 }
 
 bool Leader::evictable(const Shard& s, const BatchDesc& d) const noexcept {
@@ -260,6 +267,7 @@ WriteStatus Leader::reserve(Shard& s, std::unique_lock<std::mutex>& lock, size_t
       stalled_once = true;
       deadline = Deadline::after(options_.stall_timeout);
       ChannelMetrics::add(metrics_.window_stalls);
+      ChannelMetrics::add(s.window_stalls);
     }
     if (progress_locked(s) == 0) {
       lock.unlock();

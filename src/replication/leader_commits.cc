@@ -63,7 +63,7 @@ void LeaderCommits::update(Shard& s) noexcept {
   if (s.latency_bn < s.window.first_bn()) s.latency_bn = s.window.first_bn();
   while (s.latency_bn < s.window.end_bn() && s.window.desc(s.latency_bn).last_seq() <= committed) {
     const BatchDesc& d = s.window.desc(s.latency_bn);
-    metrics_.ack_latency_ns.record(now - d.t0_ns, d.count);
+    s.ack_latency_ns.record(now - d.t0_ns, d.count);
     ++s.latency_bn;
   }
 }

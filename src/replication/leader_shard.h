@@ -46,6 +46,13 @@ struct Shard {
   // metrics sweep): its part of records_replicated and bytes_replicated.
   std::atomic<uint64_t> records{0};
   std::atomic<uint64_t> bytes{0};
+  // Batches sealed and replicate() waits for the retained window on this shard (written
+  // under mu, read by the metrics sweep): its part of batches_sealed and window_stalls.
+  std::atomic<uint64_t> batches{0};
+  std::atomic<uint64_t> window_stalls{0};
+  // replicate() -> committed of this shard's records (recorded by the commit update, one
+  // relaxed increment per bucket); the channel's ack_latency_ns is the sum over the shards.
+  metrics::Histogram ack_latency_ns;
   void count_replicated(uint64_t n, uint64_t b) noexcept {
     ChannelMetrics::add(records, n);
     ChannelMetrics::add(bytes, b);

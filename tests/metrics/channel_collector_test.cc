@@ -31,9 +31,14 @@ replication::MetricsSnapshot sample_snapshot() {
   m.link_batches_sent = {40, 41, 0, 0, 12, 13};
   m.link_credit_stalls = {2, 0, 0, 0, 0, 1};
   m.link_reconnects = {0, 1, 0, 1, 0, 1};
-  metrics::Histogram lat;
-  for (uint64_t ns : {900, 2'000, 2'100, 40'000, 3'000'000}) lat.record(ns);
-  m.ack_latency_ns = lat.snapshot();
+  m.shard_batches = {4, 0, 3};
+  m.shard_window_stalls = {0, 0, 5};
+  // Commit latency per shard (shard 1 saw none); the channel's is their sum.
+  metrics::Histogram lat0, lat2;
+  for (uint64_t ns : {900, 2'000, 40'000}) lat0.record(ns);
+  for (uint64_t ns : {2'100, 3'000'000}) lat2.record(ns);
+  m.shard_ack_latency_ns = {lat0.snapshot(), {}, lat2.snapshot()};
+  replication::sum_shard_histograms(m);
   metrics::Histogram bytes;
   bytes.record(65536, 4);
   m.batch_bytes = bytes.snapshot();
@@ -158,6 +163,8 @@ TEST_CASE("a follower exports records and bytes applied per shard and no lag") {
   m.link_batches_sent.clear();
   m.link_credit_stalls.clear();
   m.link_reconnects.clear();
+  m.shard_window_stalls.clear();
+  m.shard_ack_latency_ns.clear();
   std::string text;
   auto samples = scrape(collector(m, "follower"), &text);
   INFO(text);
@@ -168,6 +175,59 @@ TEST_CASE("a follower exports records and bytes applied per shard and no lag") {
   CHECK(text.find("rdmarepl_shard_records_replicated_total") == std::string::npos);
   CHECK(text.find("rdmarepl_follower_shard_lag") == std::string::npos);
   CHECK(text.find("rdmarepl_follower_shard_batches_sent_total") == std::string::npos);
+  CHECK(samples["rdmarepl_shard_batches_applied_total{" + l + "\"0\"}"] == 4);
+  CHECK(samples["rdmarepl_shard_batches_applied_total{" + l + "\"2\"}"] == 3);
+  CHECK(text.find("rdmarepl_shard_batches_sealed_total") == std::string::npos);
+  CHECK(text.find("rdmarepl_shard_window_stalls_total") == std::string::npos);
+  CHECK(text.find("rdmarepl_shard_ack_latency_seconds") == std::string::npos);
+}
+
+TEST_CASE("a leader exports batches sealed and window stalls per shard") {
+  std::string text;
+  auto samples = scrape(collector(sample_snapshot()), &text);
+  INFO(text);
+  const std::string l = kLabels + ",shard=";
+  CHECK(samples["rdmarepl_shard_batches_sealed_total{" + l + "\"0\"}"] == 4);
+  CHECK(samples["rdmarepl_shard_batches_sealed_total{" + l + "\"1\"}"] == 0);
+  CHECK(samples["rdmarepl_shard_batches_sealed_total{" + l + "\"2\"}"] == 3);
+  CHECK(samples["rdmarepl_shard_window_stalls_total{" + l + "\"2\"}"] == 5);
+  CHECK(samples.count("rdmarepl_shard_window_stalls_total{" + l + "\"1\"}") == 1);
+  CHECK(text.find("# TYPE rdmarepl_shard_window_stalls_total counter") != std::string::npos);
+  CHECK(text.find("rdmarepl_shard_batches_applied_total") == std::string::npos);
+}
+
+TEST_CASE("the commit latency is a histogram per shard whose counts add up to the channel's") {
+  std::string text;
+  auto samples = scrape(collector(sample_snapshot()), &text);
+  INFO(text);
+  const std::string lat = "rdmarepl_shard_ack_latency_seconds";
+  const std::string l = kLabels + ",shard=";
+  CHECK(text.find("# TYPE " + lat + " histogram") != std::string::npos);
+  CHECK(samples[lat + "_count{" + l + "\"0\"}"] == 3);
+  CHECK(samples[lat + "_count{" + l + "\"1\"}"] == 0);
+  CHECK(samples[lat + "_count{" + l + "\"2\"}"] == 2);
+  CHECK(samples[lat + "_sum{" + l + "\"2\"}"] == Approx(3'002'100e-9));
+  // 2047 ns: shard 0 holds 900 and 2000; shard 2's 2100 is above.
+  CHECK(samples[lat + "_bucket{" + l + "\"0\",le=\"2.047e-06\"}"] == 2);
+  CHECK(samples[lat + "_bucket{" + l + "\"2\",le=\"2.047e-06\"}"] == 0);
+  CHECK(samples[lat + "_bucket{" + l + "\"2\",le=\"+Inf\"}"] == 2);
+  // Every bucket of the channel-wide histogram is the sum of the shards' same bucket.
+  size_t buckets = 0;
+  const std::string whole = "rdmarepl_ack_latency_seconds_bucket{" + kLabels + ",le=";
+  for (const auto& [series, v] : samples) {
+    if (series.rfind(whole, 0) != 0) continue;
+    const std::string le = series.substr(whole.size());
+    double sum = 0;
+    for (const char* shard : {"\"0\"", "\"1\"", "\"2\""})
+      sum += samples.at(lat + "_bucket{" + l + shard + ",le=" + le);
+    INFO(series);
+    CHECK(sum == v);
+    ++buckets;
+  }
+  CHECK(buckets > 10);
+  CHECK(samples[lat + "_count{" + l + "\"0\"}"] + samples[lat + "_count{" + l + "\"2\"}"] ==
+        samples["rdmarepl_ack_latency_seconds_count{" + kLabels + "}"]);
+  CHECK(ChannelCollector::exported_name(replication::kShardHistogramFields[0]) == lat);
 }
 
 TEST_CASE("histograms are exported in base units with cumulative le buckets") {

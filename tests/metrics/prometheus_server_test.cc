@@ -182,6 +182,33 @@ TEST_CASE("a real Prometheus sees the demo's replication through a follower kill
   CHECK(r.one_at_end("last_over_time(rdmarepl_ack_latency_seconds_bucket{role=\"leader\","
                      "le=\"+Inf\"}" +
                      window + ")") == written);
+  // Per shard: one histogram each on the leader, whose counts add up to the writes and
+  // whose +Inf buckets add up to the channel-wide one.
+  auto per_shard = r.at_end(
+      "last_over_time(rdmarepl_shard_ack_latency_seconds_count{role=\"leader\"}" + window + ")");
+  REQUIRE(per_shard.size() == kShards);
+  for (const auto& [labels, v] : per_shard) {
+    INFO(labels.dump());
+    CHECK(v > 0);
+  }
+  CHECK(r.one_at_end("sum(last_over_time(rdmarepl_shard_ack_latency_seconds_count{role="
+                     "\"leader\"}" +
+                     window + "))") == written);
+  CHECK(r.one_at_end("sum(last_over_time(rdmarepl_shard_ack_latency_seconds_bucket{role="
+                     "\"leader\",le=\"+Inf\"}" +
+                     window + "))") == written);
+  // Batches per shard: the leader's sealed add up to its channel counter, and each
+  // follower applied batches on every shard.
+  CHECK(
+      r.one_at_end("sum(last_over_time(rdmarepl_shard_batches_sealed_total" + window + "))") ==
+      r.one_at_end("last_over_time(rdmarepl_batches_sealed_total{role=\"leader\"}" + window + ")"));
+  auto applied_batches =
+      r.at_end("last_over_time(rdmarepl_shard_batches_applied_total" + window + ")");
+  CHECK(applied_batches.size() == kFollowers * kShards);
+  for (const auto& [labels, v] : applied_batches) {
+    INFO(labels.dump());
+    CHECK(v > 0);
+  }
 }
 
 // What Grafana would do with docs/grafana/rdmarepl.json: every panel's every expression,

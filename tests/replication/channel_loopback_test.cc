@@ -382,6 +382,61 @@ TEST_CASE("per-follower lag in records and bytes and per-shard seq and lag", "[c
   CHECK(fm.bytes_applied == caught_up.bytes_replicated);
 }
 
+TEST_CASE("commit latency, batches and window stalls per shard add up to the channel's",
+          "[channel]") {
+  auto o = base_options();
+  o.ack_mode = AckMode::all;
+  Cluster c(o);
+  c.start_leader();
+  const auto last = write_load(c, 3, 3000, 9, 300);
+  for (auto t : last) REQUIRE(c.leader->wait(t, 30s).ok());
+  require_converged(c);
+  // Every record's commit is timed once, on its shard, by a progress round after the ack.
+  const auto m = metrics_when(*c.leader, [](const MetricsSnapshot& s) {
+    uint64_t timed = 0;
+    for (const auto& h : s.shard_ack_latency_ns) timed += h.count;
+    return timed == 3000;
+  });
+  REQUIRE(m.records_replicated == 3000);
+  REQUIRE(m.shard_ack_latency_ns.size() == 3);
+  REQUIRE(m.shard_batches.size() == 3);
+  REQUIRE(m.shard_window_stalls.size() == 3);
+  metrics::Histogram::Snapshot sum;
+  uint64_t batches = 0, stalls = 0;
+  for (uint32_t s = 0; s < 3; ++s) {
+    INFO("shard " << s);
+    const auto& h = m.shard_ack_latency_ns[s];
+    CHECK(h.count == m.shard_records[s]);  // a shard times its own records, and only those
+    CHECK(h.count > 0);
+    CHECK(h.max <= m.ack_latency_ns.max);
+    sum.add(h);
+    batches += m.shard_batches[s];
+    stalls += m.shard_window_stalls[s];
+  }
+  CHECK(sum.count == 3000);
+  CHECK(m.ack_latency_ns.count == 3000);
+  CHECK(m.ack_latency_ns.sum == sum.sum);
+  CHECK(m.ack_latency_ns.max == sum.max);
+  CHECK(m.ack_latency_ns.buckets == sum.buckets);
+  CHECK(batches == m.batches_sealed);
+  CHECK(stalls == m.window_stalls);
+  for (auto& f : c.followers) {
+    const auto fm = f->channel->metrics();
+    CHECK(fm.shard_ack_latency_ns.empty());  // commits are timed by the leader
+    CHECK(fm.ack_latency_ns.count == 0);
+    CHECK(fm.shard_window_stalls.empty());
+    REQUIRE(fm.shard_batches.size() == 3);
+    uint64_t applied = 0;
+    for (uint32_t s = 0; s < 3; ++s) {
+      CHECK(fm.shard_batches[s] > 0);
+      applied += fm.shard_batches[s];
+    }
+    CHECK(applied == fm.batches_applied);
+    // No reconnect: each batch sealed on a shard was applied once on that shard.
+    CHECK(fm.shard_batches == m.shard_batches);
+  }
+}
+
 TEST_CASE("ack=all with a follower away: wait fails after away_timeout, or waits", "[channel]") {
   auto o = base_options();
   o.ack_mode = AckMode::all;

@@ -32,6 +32,14 @@ class Histogram {
     uint64_t sum = 0;
     uint64_t max = 0;
 
+    // Adds `o` in: the snapshot of one histogram that recorded both's values.
+    void add(const Snapshot& o) noexcept {
+      for (unsigned b = 0; b < kBuckets; ++b) buckets[b] += o.buckets[b];
+      count += o.count;
+      sum += o.sum;
+      if (o.max > max) max = o.max;
+    }
+
     [[nodiscard]] double mean() const noexcept {
       return count == 0 ? 0.0 : static_cast<double>(sum) / static_cast<double>(count);
     }

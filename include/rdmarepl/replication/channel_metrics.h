@@ -48,9 +48,22 @@ struct MetricsSnapshot {
   std::vector<uint64_t> link_batches_sent;
   std::vector<uint64_t> link_credit_stalls;
   std::vector<uint64_t> link_reconnects;
+  // Per shard: leader, the batches sealed on the shard (its part of batches_sealed);
+  // follower, the batches applied (batches_applied).
+  std::vector<uint64_t> shard_batches;
+  // Leader, per shard: its part of window_stalls (replicate() waited for that shard's
+  // retained window). Empty on a follower.
+  std::vector<uint64_t> shard_window_stalls;
 #define RDMAREPL_HISTOGRAM_(name, unit, help) metrics::Histogram::Snapshot name;
   RDMAREPL_CHANNEL_HISTOGRAMS(RDMAREPL_HISTOGRAM_)
+  RDMAREPL_SHARD_HISTOGRAMS(RDMAREPL_HISTOGRAM_)
 #undef RDMAREPL_HISTOGRAM_
+  // Per shard, the histograms of RDMAREPL_SHARD_HISTOGRAMS (shard_ack_latency_ns: leader,
+  // replicate() -> committed of the shard's records). Empty on a follower.
+#define RDMAREPL_SHARD_HISTOGRAM_(name, unit, help) \
+  std::vector<metrics::Histogram::Snapshot> shard_##name;
+  RDMAREPL_SHARD_HISTOGRAMS(RDMAREPL_SHARD_HISTOGRAM_)
+#undef RDMAREPL_SHARD_HISTOGRAM_
 };
 
 enum class MetricKind : uint8_t { counter, gauge };
@@ -75,7 +88,18 @@ struct HistogramField {
   std::string_view help;
 };
 
-// Every scalar metric and every histogram, in declaration order.
+// One histogram kept per shard: `snapshot.*shards` holds one entry per shard and
+// `snapshot.*total` their sum (a field of kHistogramFields too).
+struct ShardHistogramField {
+  std::string_view name;
+  std::vector<metrics::Histogram::Snapshot> MetricsSnapshot::*shards;
+  metrics::Histogram::Snapshot MetricsSnapshot::*total;
+  std::string_view unit;
+  std::string_view help;
+};
+
+// Every scalar metric and every histogram (the channel's, then the per-shard ones' totals),
+// in declaration order.
 inline constexpr MetricField kMetricFields[] = {
 #define RDMAREPL_METRIC_(name, kind, unit, help) \
   MetricField{#name, &MetricsSnapshot::name, MetricKind::kind, unit, help},
@@ -85,9 +109,25 @@ inline constexpr MetricField kMetricFields[] = {
 inline constexpr HistogramField kHistogramFields[] = {
 #define RDMAREPL_HISTOGRAM_(name, unit, help) \
   HistogramField{#name, &MetricsSnapshot::name, unit, help},
-    RDMAREPL_CHANNEL_HISTOGRAMS(RDMAREPL_HISTOGRAM_)
+    RDMAREPL_CHANNEL_HISTOGRAMS(RDMAREPL_HISTOGRAM_) RDMAREPL_SHARD_HISTOGRAMS(RDMAREPL_HISTOGRAM_)
 #undef RDMAREPL_HISTOGRAM_
 };
+inline constexpr ShardHistogramField kShardHistogramFields[] = {
+#define RDMAREPL_SHARD_HISTOGRAM_(name, unit, help) \
+  ShardHistogramField{#name, &MetricsSnapshot::shard_##name, &MetricsSnapshot::name, unit, help},
+    RDMAREPL_SHARD_HISTOGRAMS(RDMAREPL_SHARD_HISTOGRAM_)
+#undef RDMAREPL_SHARD_HISTOGRAM_
+};
+
+// Sets the channel-wide field of each per-shard histogram to the sum of its shards'
+// (control plane: after the engine filled the per-shard entries).
+inline void sum_shard_histograms(MetricsSnapshot& s) noexcept {
+  for (const auto& f : kShardHistogramFields) {
+    metrics::Histogram::Snapshot total;
+    for (const auto& shard : s.*f.shards) total.add(shard);
+    s.*f.total = total;
+  }
+}
 
 struct ChannelMetrics {
 #define RDMAREPL_METRIC_(name, kind, unit, help) std::atomic<uint64_t> name{0};

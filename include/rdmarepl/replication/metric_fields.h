@@ -5,7 +5,8 @@
 // lists, so a new metric is one line here plus its row in docs/replication.md ("Metrics"),
 // which a test checks. The per-follower arrays (follower_lag, follower_lag_bytes,
 // follower_connected) and the per-shard vectors (shard_seq, shard_lag, shard_records,
-// shard_bytes, link_lag, link_lag_bytes) are the only fields outside the lists.
+// shard_bytes, shard_batches, shard_window_stalls, link_*) are the only fields outside the
+// lists; the per-shard histograms (shard_<name>) come from RDMAREPL_SHARD_HISTOGRAMS.
 #pragma once
 
 // X(name, kind, unit, help): a uint64_t; kind is counter (only grows) or gauge.
@@ -64,11 +65,19 @@
   X(region_deregistrations, counter, "registrations",                                              \
     "leader: store region registrations released (idle release, unregister_region())")
 
-// X(name, unit, help): a metrics::Histogram (snapshot: count, sum, max, percentiles).
-#define RDMAREPL_CHANNEL_HISTOGRAMS(X)                                            \
-  X(batch_bytes, "bytes", "sealed batch sizes")                                   \
-  X(batch_records, "records", "records per sealed batch")                         \
-  X(ack_latency_ns, "nanoseconds", "replicate() -> committed under the ack mode") \
-  X(wal_append_latency_ns, "nanoseconds",                                         \
-    "WAL append: the frame's write (its sync is in wal_sync_latency_ns)")         \
+// X(name, unit, help): a metrics::Histogram (snapshot: count, sum, max, percentiles), kept
+// for the whole channel. The WAL's two are channel-wide by nature: a channel has one log,
+// shared by its shards, and one sync covers every shard's frames.
+#define RDMAREPL_CHANNEL_HISTOGRAMS(X)                                    \
+  X(batch_bytes, "bytes", "sealed batch sizes")                           \
+  X(batch_records, "records", "records per sealed batch")                 \
+  X(wal_append_latency_ns, "nanoseconds",                                 \
+    "WAL append: the frame's write (its sync is in wal_sync_latency_ns)") \
   X(wal_sync_latency_ns, "nanoseconds", "WAL group-commit sync (fdatasync or pmem drain)")
+
+// X(name, unit, help): a histogram the engine keeps per shard (MetricsSnapshot::shard_<name>,
+// one entry per shard; no ChannelMetrics member). The channel-wide field `name` is not
+// recorded on its own: snapshots derive it as the sum of the shards' (sum_shard_histograms()),
+// so the two views cannot disagree.
+#define RDMAREPL_SHARD_HISTOGRAMS(X) \
+  X(ack_latency_ns, "nanoseconds", "replicate() -> committed under the ack mode")

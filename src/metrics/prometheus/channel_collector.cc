@@ -50,6 +50,11 @@ ClientMetric counter(std::vector<ClientMetric::Label> labels, double v) {
   return m;
 }
 
+// A counter or gauge sample, as `type` says.
+ClientMetric sample(MetricType type, std::vector<ClientMetric::Label> labels, double v) {
+  return type == MetricType::Counter ? counter(std::move(labels), v) : gauge(std::move(labels), v);
+}
+
 }  // namespace
 
 std::string ChannelCollector::exported_name(const replication::MetricField& f) {
@@ -70,6 +75,13 @@ std::string ChannelCollector::exported_name(const replication::HistogramField& f
     return std::string(kPrefix) + std::string(name.substr(0, name.size() - 3)) + "_seconds";
   }
   return std::string(kPrefix) + std::string(name);
+}
+
+std::string ChannelCollector::exported_name(const replication::ShardHistogramField& f) {
+  // ack_latency_ns -> rdmarepl_shard_ack_latency_seconds
+  const std::string whole =
+      exported_name(replication::HistogramField{f.name, f.total, f.unit, f.help});
+  return std::string(kPrefix) + "shard_" + whole.substr(kPrefix.size());
 }
 
 std::vector<ClientMetric::Label> ChannelCollector::labels() const {
@@ -133,41 +145,83 @@ void ChannelCollector::add_followers(const replication::MetricsSnapshot& m,
   out.push_back(std::move(up));
 }
 
+namespace {
+
+// The series per shard: MetricsSnapshot's shard_* vectors (entry = shard), named by role (a
+// role with no name exports none). A vector shorter than shard_seq exports none of its
+// entries past its end, and a family with no series is left out.
+struct ShardSeries {
+  const char* leader;
+  const char* leader_help;
+  const char* follower;
+  const char* follower_help;
+  const char* unit;
+  MetricType type;
+  const std::vector<uint64_t> replication::MetricsSnapshot::*values;
+};
+constexpr ShardSeries kShardSeries[] = {
+    {"rdmarepl_shard_last_seq", "leader: the shard's last seq assigned", "rdmarepl_shard_last_seq",
+     "follower: the shard's last seq applied", "seq", MetricType::Gauge,
+     &replication::MetricsSnapshot::shard_seq},
+    {"rdmarepl_shard_lag_records",
+     "leader: records of the shard the slowest follower has not acknowledged", nullptr, nullptr,
+     "records", MetricType::Gauge, &replication::MetricsSnapshot::shard_lag},
+    {"rdmarepl_shard_records_replicated_total", "leader: records accepted on the shard",
+     "rdmarepl_shard_records_applied_total",
+     "follower: records of the shard applied (duplicates excluded)", "records", MetricType::Counter,
+     &replication::MetricsSnapshot::shard_records},
+    {"rdmarepl_shard_replicated_bytes_total", "leader: encoded record bytes accepted on the shard",
+     "rdmarepl_shard_applied_bytes_total",
+     "follower: encoded record bytes of the shard applied (duplicates excluded)", "bytes",
+     MetricType::Counter, &replication::MetricsSnapshot::shard_bytes},
+    {"rdmarepl_shard_batches_sealed_total", "leader: batches closed on the shard",
+     "rdmarepl_shard_batches_applied_total", "follower: batches of the shard applied", "batches",
+     MetricType::Counter, &replication::MetricsSnapshot::shard_batches},
+    {"rdmarepl_shard_window_stalls_total",
+     "leader: replicate() waited for the shard's retained window", nullptr, nullptr, "events",
+     MetricType::Counter, &replication::MetricsSnapshot::shard_window_stalls},
+};
+
+}  // namespace
+
 void ChannelCollector::add_shards(const replication::MetricsSnapshot& m,
                                   std::vector<MetricFamily>& out) const {
-  if (m.shard_seq.empty()) return;
-  auto seq = family("rdmarepl_shard_last_seq",
-                    "the shard's last seq: assigned (leader) or applied (follower)", "seq",
-                    MetricType::Gauge);
-  auto lag = family("rdmarepl_shard_lag_records",
-                    "leader: records of the shard the slowest follower has not acknowledged",
-                    "records", MetricType::Gauge);
+  const size_t shards = m.shard_seq.size();
+  if (shards == 0) return;
   const bool leader = source_.role == "leader";
-  auto records = family(
-      leader ? "rdmarepl_shard_records_replicated_total" : "rdmarepl_shard_records_applied_total",
-      leader ? "leader: records accepted on the shard"
-             : "follower: records of the shard applied (duplicates excluded)",
-      "records", MetricType::Counter);
-  auto bytes = family(
-      leader ? "rdmarepl_shard_replicated_bytes_total" : "rdmarepl_shard_applied_bytes_total",
-      leader ? "leader: encoded record bytes accepted on the shard"
-             : "follower: encoded record bytes of the shard applied (duplicates excluded)",
-      "bytes", MetricType::Counter);
-  for (size_t i = 0; i < m.shard_seq.size(); ++i) {
-    auto l = labels();
-    l.push_back({"shard", std::to_string(i)});
-    seq.metric.push_back(gauge(l, static_cast<double>(m.shard_seq[i])));
-    if (i < m.shard_records.size())
-      records.metric.push_back(counter(l, static_cast<double>(m.shard_records[i])));
-    if (i < m.shard_bytes.size())
-      bytes.metric.push_back(counter(l, static_cast<double>(m.shard_bytes[i])));
-    if (i < m.shard_lag.size())
-      lag.metric.push_back(gauge(std::move(l), static_cast<double>(m.shard_lag[i])));
+  for (const auto& series : kShardSeries) {
+    const char* name = leader ? series.leader : series.follower;
+    if (name == nullptr) continue;
+    auto fam =
+        family(name, leader ? series.leader_help : series.follower_help, series.unit, series.type);
+    const auto& values = m.*series.values;
+    for (size_t i = 0; i < shards && i < values.size(); ++i) {
+      auto l = labels();
+      l.push_back({"shard", std::to_string(i)});
+      fam.metric.push_back(sample(series.type, std::move(l), static_cast<double>(values[i])));
+    }
+    if (!fam.metric.empty()) out.push_back(std::move(fam));
   }
-  out.push_back(std::move(seq));
-  for (auto* f : {&records, &bytes, &lag})
-    if (!f->metric.empty()) out.push_back(std::move(*f));
+  add_shard_histograms(m, out);
   add_links(m, out);
+}
+
+void ChannelCollector::add_shard_histograms(const replication::MetricsSnapshot& m,
+                                            std::vector<MetricFamily>& out) const {
+  for (const auto& f : replication::kShardHistogramFields) {
+    const auto& shards = m.*f.shards;
+    if (shards.empty()) continue;
+    auto fam = family(exported_name(f), std::string(f.help) + ", per shard",
+                      f.unit == "nanoseconds" ? "seconds" : f.unit, MetricType::Histogram);
+    for (size_t i = 0; i < shards.size(); ++i) {
+      ClientMetric c;
+      c.label = labels();
+      c.label.push_back({"shard", std::to_string(i)});
+      c.histogram = to_prometheus(shards[i], scale_of(f.unit));
+      fam.metric.push_back(std::move(c));
+    }
+    out.push_back(std::move(fam));
+  }
 }
 
 namespace {
@@ -219,9 +273,7 @@ void ChannelCollector::add_links(const replication::MetricsSnapshot& m,
         auto l = labels();
         l.push_back({"follower", std::to_string(f)});
         l.push_back({"shard", std::to_string(i)});
-        const auto v = static_cast<double>(values[k]);
-        fam.metric.push_back(series.type == MetricType::Counter ? counter(std::move(l), v)
-                                                                : gauge(std::move(l), v));
+        fam.metric.push_back(sample(series.type, std::move(l), static_cast<double>(values[k])));
       }
     if (series.always || !fam.metric.empty()) out.push_back(std::move(fam));
   }

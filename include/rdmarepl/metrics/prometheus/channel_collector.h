@@ -49,6 +49,8 @@ class ChannelCollector final : public prometheus::Collectable {
   // The exported name of a field: rdmarepl_ prefix, base unit, _total for counters.
   static std::string exported_name(const replication::MetricField& f);
   static std::string exported_name(const replication::HistogramField& f);
+  // A per-shard histogram: rdmarepl_shard_ prefix (label shard), otherwise as above.
+  static std::string exported_name(const replication::ShardHistogramField& f);
 
  private:
   void add_scalars(const replication::MetricsSnapshot& m,
@@ -57,6 +59,8 @@ class ChannelCollector final : public prometheus::Collectable {
                      std::vector<prometheus::MetricFamily>& out) const;
   void add_shards(const replication::MetricsSnapshot& m,
                   std::vector<prometheus::MetricFamily>& out) const;
+  void add_shard_histograms(const replication::MetricsSnapshot& m,
+                            std::vector<prometheus::MetricFamily>& out) const;
   void add_links(const replication::MetricsSnapshot& m,
                  std::vector<prometheus::MetricFamily>& out) const;
   void add_histograms(const replication::MetricsSnapshot& m,
