@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <mutex>
 #include <thread>
 
@@ -12,6 +13,17 @@
 #include "replication/transport_select.h"
 
 namespace rdmarepl::reads {
+namespace {
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
 
 struct ReadClient::Impl {
   Impl(const ReadClientOptions& o, std::unique_ptr<transport::Transport> t)
@@ -54,7 +66,12 @@ void ReadClient::Impl::wake(std::span<ReadOp* const> ops, const ReadOp* mine) no
 }
 
 void ReadClient::Impl::await(ReadOp& op) noexcept {
+  // std::atomic's wait spins a little before it sleeps, and notify_one() makes no system
+  // call when nobody sleeps: most wake-ups here cost no futex call.
   op.signal.wait(0, std::memory_order_acquire);
+  // Woken, the waker may still be returning from its futex call (a microsecond or so):
+  // wait for its last touch briefly on the CPU, then by yielding (it was preempted).
+  for (int i = 0; i < 4096 && op.signal.load(std::memory_order_acquire) != 2; ++i) cpu_relax();
   while (op.signal.load(std::memory_order_acquire) != 2) std::this_thread::yield();
 }
 
