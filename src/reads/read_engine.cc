@@ -376,8 +376,10 @@ void ReadEngine::take_finished(std::vector<ReadOp*>& out) noexcept {
 }
 
 ReadOp* ReadEngine::waiter_other_than(const ReadOp* self) const noexcept {
-  for (ReadOp* op : active_)
-    if (op != self) return op;
+  // The newest waiter: it is the likeliest to be still spinning in its wait rather than
+  // asleep, so the role changes hands without a scheduler round trip.
+  for (size_t i = active_.size(); i-- > 0;)
+    if (active_[i] != self) return active_[i];
   return nullptr;
 }
 

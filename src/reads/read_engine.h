@@ -61,7 +61,7 @@ class ReadEngine {
   void reap();
   // Fails the ops whose deadline passed.
   void expire(uint64_t now_ns);
-  // An active op other than `self` that is still waiting (nullptr: none).
+  // The newest active op other than `self` (nullptr: none).
   [[nodiscard]] ReadOp* waiter_other_than(const ReadOp* self) const noexcept;
   // Moves the ops finished since the last call into `out` (which it clears first): their
   // callers are to be woken.
