@@ -4,6 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -15,12 +19,19 @@
 namespace rdmarepl::reads {
 namespace {
 
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+
+// Sleeps while `word` holds `expected` (or until a spurious wake-up: callers loop).
+void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) noexcept {
+  (void)syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected,
+                nullptr, nullptr, 0);
+}
+
+// Wakes a sleeper on the word at `addr`. The kernel only hashes the address, so the word
+// may be gone by now: a wake-up that hits a later sleeper there is spurious, and every
+// sleeper loops on its own condition.
+void futex_wake(const void* addr) noexcept {
+  (void)syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
 }  // namespace
@@ -57,22 +68,21 @@ struct ReadClient::Impl {
 void ReadClient::Impl::wake(std::span<ReadOp* const> ops, const ReadOp* mine) noexcept {
   for (ReadOp* op : ops) {
     if (op == mine) continue;
-    // 1, then the futex wake, then 2: the waiter returns (and its op goes away) only on 2,
-    // after the last touch.
-    op->signal.store(1, std::memory_order_release);
-    op->signal.notify_one();
-    op->signal.store(2, std::memory_order_release);
+    // Once it reads kWoken the caller may return and its op go away: after the exchange
+    // only the op's address is used, by the kernel (futex_wake()).
+    const void* addr = &op->signal;
+    if (op->signal.exchange(kWoken, std::memory_order_acq_rel) == kAsleep) futex_wake(addr);
   }
 }
 
 void ReadClient::Impl::await(ReadOp& op) noexcept {
-  // std::atomic's wait spins a little before it sleeps, and notify_one() makes no system
-  // call when nobody sleeps: most wake-ups here cost no futex call.
-  op.signal.wait(0, std::memory_order_acquire);
-  // Woken, the waker may still be returning from its futex call (a microsecond or so):
-  // wait for its last touch briefly on the CPU, then by yielding (it was preempted).
-  for (int i = 0; i < 4096 && op.signal.load(std::memory_order_acquire) != 2; ++i) cpu_relax();
-  while (op.signal.load(std::memory_order_acquire) != 2) std::this_thread::yield();
+  // A caller that has not gone to sleep yet (signal still kWaiting) is preferred when the
+  // poller role is handed over: it takes it without a scheduler round trip.
+  uint32_t waiting = kWaiting;
+  if (op.signal.compare_exchange_strong(waiting, kAsleep, std::memory_order_acq_rel,
+                                        std::memory_order_acquire)) {
+    while (op.signal.load(std::memory_order_acquire) == kAsleep) futex_wait(op.signal, kAsleep);
+  }
 }
 
 void ReadClient::Impl::pass(std::unique_lock<std::mutex>& lock, const ReadOp& mine) {
@@ -95,6 +105,8 @@ void ReadClient::Impl::pass(std::unique_lock<std::mutex>& lock, const ReadOp& mi
 }
 
 void ReadClient::Impl::hand_off(std::unique_lock<std::mutex>& lock, const ReadOp& mine) {
+  // What was queued meanwhile goes out now, not after the hand-over.
+  engine.send_pending();
   // Wake the answered callers while still holding the role: `finished` is the role's.
   engine.take_finished(finished);
   lock.unlock();
@@ -131,7 +143,7 @@ Status ReadClient::Impl::run(std::span<const std::string_view> keys, const Consi
     await(op);
     if (op.done) return std::move(op.status);
     lock.lock();
-    op.signal.store(0, std::memory_order_relaxed);
+    op.signal.store(kWaiting, std::memory_order_relaxed);
   }
   poller = true;
   while (!op.done) pass(lock, op);

@@ -376,11 +376,16 @@ void ReadEngine::take_finished(std::vector<ReadOp*>& out) noexcept {
 }
 
 ReadOp* ReadEngine::waiter_other_than(const ReadOp* self) const noexcept {
-  // The newest waiter: it is the likeliest to be still spinning in its wait rather than
-  // asleep, so the role changes hands without a scheduler round trip.
-  for (size_t i = active_.size(); i-- > 0;)
-    if (active_[i] != self) return active_[i];
-  return nullptr;
+  // A caller still spinning takes the role at once; a sleeping one first waits for a core,
+  // which on a loaded machine can take a millisecond while nobody polls.
+  ReadOp* newest = nullptr;
+  for (size_t i = active_.size(); i-- > 0;) {
+    ReadOp* op = active_[i];
+    if (op == self) continue;
+    if (op->signal.load(std::memory_order_relaxed) != kAsleep) return op;
+    if (newest == nullptr) newest = op;
+  }
+  return newest;
 }
 
 }  // namespace rdmarepl::reads

@@ -21,6 +21,12 @@
 
 namespace rdmarepl::reads {
 
+// ReadOp::signal: the caller waits (still on the CPU), sleeps on the futex, or was woken
+// (its get is done or it was handed the poller role).
+inline constexpr uint32_t kWaiting = 0;
+inline constexpr uint32_t kAsleep = 1;
+inline constexpr uint32_t kWoken = 2;
+
 // One caller's get(): lives on the caller's stack until done.
 struct ReadOp {
   std::span<const std::string_view> keys;
@@ -31,9 +37,9 @@ struct ReadOp {
   uint32_t unanswered = 0;  // keys without a result yet
   Status status;
   bool done = false;
-  // Wakes the waiting caller once done or handed the poller role: 0 waiting, 1 being woken, 2 woken
-  // (the waker no longer touches the op; see ReadClient::Impl::wake()).
-  std::atomic<uint32_t> signal{0};
+  // Wakes the waiting caller once done or handed the poller role (kWaiting, kAsleep, kWoken;
+  // see ReadClient::Impl::wake()).
+  std::atomic<uint32_t> signal{kWaiting};
 };
 
 class ReadEngine {
@@ -61,7 +67,8 @@ class ReadEngine {
   void reap();
   // Fails the ops whose deadline passed.
   void expire(uint64_t now_ns);
-  // The newest active op other than `self` (nullptr: none).
+  // The caller to hand the poller role to: the newest active op other than `self` whose
+  // caller is still on the CPU (not kAsleep), else the newest one (nullptr: none).
   [[nodiscard]] ReadOp* waiter_other_than(const ReadOp* self) const noexcept;
   // Moves the ops finished since the last call into `out` (which it clears first): their
   // callers are to be woken.

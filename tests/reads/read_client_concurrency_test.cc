@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "read_cluster.h"
+#include "reads/read_engine.h"
 
 using namespace rdmarepl;
 using namespace rdmarepl::reads;
@@ -125,4 +126,31 @@ TEST_CASE("reads: a shared client fails over while many threads read", "[reads][
   Callers after;
   after.run(**client, 4, 3, last);
   CHECK(after.failed == 12);
+}
+
+TEST_CASE("reads: the poller role goes to a caller still on the CPU", "[reads][concurrency]") {
+  // No replica: the engine's queue of waiting callers is all this needs.
+  ReadEngine engine(ReadClientOptions{}, nullptr);
+  const std::string_view key = "k";
+  std::vector<ReadResult> out(1);
+  ReadOp poller, older, newer, newest;
+  for (ReadOp* op : {&poller, &older, &newer, &newest}) {
+    op->keys = {&key, 1};
+    op->out = &out;
+    engine.enqueue(*op);
+  }
+  // Everyone waiting on the CPU: the newest.
+  CHECK(engine.waiter_other_than(&poller) == &newest);
+  // The newest went to sleep: the newest one still awake, not a sleeper.
+  newest.signal = kAsleep;
+  CHECK(engine.waiter_other_than(&poller) == &newer);
+  newer.signal = kAsleep;
+  CHECK(engine.waiter_other_than(&poller) == &older);
+  // All asleep: the newest sleeper (someone must take the role).
+  older.signal = kAsleep;
+  CHECK(engine.waiter_other_than(&poller) == &newest);
+  // The role's holder itself is never chosen; here `poller` is the one still awake.
+  CHECK(engine.waiter_other_than(&newest) == &poller);
+  poller.signal = kAsleep;
+  CHECK(engine.waiter_other_than(&newest) == &newer);
 }
