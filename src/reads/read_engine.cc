@@ -376,8 +376,9 @@ void ReadEngine::take_finished(std::vector<ReadOp*>& out) noexcept {
 }
 
 ReadOp* ReadEngine::waiter_other_than(const ReadOp* self) const noexcept {
-  // A caller still spinning takes the role at once; a sleeping one first waits for a core,
-  // which on a loaded machine can take a millisecond while nobody polls.
+  // A caller still on the CPU (it queued its keys and has not gone to sleep yet) takes the
+  // role at once; a sleeping one first waits for a core, which on a loaded machine can take
+  // a millisecond while nobody polls.
   ReadOp* newest = nullptr;
   for (size_t i = active_.size(); i-- > 0;) {
     ReadOp* op = active_[i];
