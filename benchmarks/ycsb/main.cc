@@ -27,6 +27,7 @@ Json report(const RunOptions& o, const RunResult& r, const std::string& transpor
   j["transport"] = transport;
   j["value_bytes"] = o.value_bytes;
   j["threads"] = o.threads;
+  j["clients"] = o.clients;
   j["followers"] = o.followers;
   j["records"] = o.record_count;
   j["operations"] = o.operation_count;
@@ -82,6 +83,9 @@ int main(int argc, char** argv) {
   app.add_option("--operationcount", o.operation_count, "operations of each workload");
   app.add_option("--value", o.value_bytes, "value bytes (e.g. 1024, 4096, 16384)");
   app.add_option("--threads", o.threads, "client threads")->check(CLI::Range(1u, 256u));
+  app.add_option("--clients", o.clients,
+                 "ReadClients the threads share (1: every thread's gets are coalesced)")
+      ->check(CLI::Range(1u, 256u));
   app.add_option("--target", o.target_ops, "target operations per second (0: unthrottled)");
   app.add_option("--followers", o.followers, "followers serving reads")->check(CLI::Range(1u, 8u));
   app.add_option("--transport", transport, "tcp or verbs")->check(CLI::IsMember({"tcp", "verbs"}));

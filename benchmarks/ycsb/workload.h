@@ -32,6 +32,7 @@ struct RunOptions {
   uint64_t operation_count = 100'000;
   uint32_t value_bytes = 1024;
   uint32_t threads = 4;
+  uint32_t clients = 1;     // ReadClients the threads share (thread t uses client t % clients)
   uint64_t target_ops = 0;  // 0: as fast as possible
   uint32_t followers = 2;
   transport::TransportKind transport = transport::TransportKind::tcp;

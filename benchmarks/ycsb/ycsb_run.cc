@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <memory>
@@ -224,7 +225,7 @@ Result<RunResult> run(const RunOptions& o) {
   RDMAREPL_TRY((*cluster)->leader->wait_all_acked(std::chrono::seconds(120)));
   // Clients connect (and register their buffers) before the clock starts.
   std::vector<std::unique_ptr<reads::ReadClient>> clients;
-  for (uint32_t t = 0; t < o.threads; ++t) {
+  for (uint32_t t = 0; t < std::min(o.clients, o.threads); ++t) {
     auto c = reads::ReadClient::connect((*cluster)->client_options);
     if (!c.ok()) return std::move(c).error();
     clients.push_back(std::move(*c));
@@ -233,7 +234,7 @@ Result<RunResult> run(const RunOptions& o) {
   const uint64_t t0 = mono_ns();
   std::vector<std::thread> threads;
   for (uint32_t t = 0; t < o.threads; ++t)
-    threads.emplace_back([&, t] { client_thread(s, t, *clients[t]); });
+    threads.emplace_back([&, t] { client_thread(s, t, *clients[t % clients.size()]); });
   for (auto& t : threads) t.join();
   RunResult r;
   r.seconds = static_cast<double>(mono_ns() - t0) * 1e-9;

@@ -1,6 +1,7 @@
 // One YCSB run in this process: a leader channel and followers (TCP or verbs on loopback),
-// a ReadServer on each follower, and client threads with their own ReadClient. Updates and
-// inserts go through the leader's replicate(); reads go to the followers.
+// a ReadServer on each follower, and client threads that share `clients` ReadClients (one by
+// default: concurrent gets are coalesced into shared messages). Updates and inserts go
+// through the leader's replicate(); reads go to the followers.
 #pragma once
 
 #include <cstdint>

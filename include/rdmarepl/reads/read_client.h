@@ -4,10 +4,15 @@
 //   auto r = (*rc)->get("k");                                // Consistency::any()
 //   auto rs = (*rc)->get(keys, Consistency::at_least(ticket, 50ms));
 //
-// A get() of many keys is cut into messages of at most max_keys_per_message keys, which
-// are spread round-robin over the live replicas, several in flight per replica (a
-// pipeline). A replica that fails is left out, its outstanding messages go to another, and
-// it is tried again after reconnect_interval. One thread at a time may use a client.
+// Any number of threads may call get() on one client at once, and should: the keys of
+// every waiting get go into one queue, and one pass of the client's I/O packs them into
+// messages of at most max_keys_per_message keys (gets of the same consistency share a
+// message), full messages first, round-robin over the live replicas, several in flight per
+// replica (a pipeline). One of the waiting callers does that I/O for all of them (the
+// poller) and hands the role on when its own get is answered: no thread of the client's
+// own, and fewer system calls per get the more callers there are. A replica that fails is
+// left out, its outstanding messages go to another, and it is tried again after
+// reconnect_interval.
 #pragma once
 
 #include <memory>
