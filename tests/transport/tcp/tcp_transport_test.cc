@@ -295,12 +295,16 @@ TEST_CASE("tcp: the listener refuses garbage and a wrong key, then accepts a goo
     CHECK(mine.send == theirs.recv);
     CHECK(mine.recv == theirs.send);
     CHECK(mine.send != mine.recv);
+    CHECK(mine.digest == theirs.digest);
+    CHECK(mine.digest != mine.send);
     // A new connection with the same key gets other keys (fresh nonces).
     auto fut2 = std::async(std::launch::async, [&] { return (*l)->accept(so, 10s); });
     auto c2 = t.connect(ep, co);
     REQUIRE(c2.ok());
     REQUIRE(fut2.get().ok());
     CHECK((*c2)->peer().session_keys.send != mine.send);
+    // The digest key depends on the pre-shared key alone: a leader hashes a batch once.
+    CHECK((*c2)->peer().session_keys.digest == mine.digest);
   }
   {  // without a key there are no session keys
     ConnectionOptions open_so;
