@@ -27,8 +27,8 @@ Result<std::unique_ptr<FollowerCarrier>> FollowerCarrier::wrap(
     c->tags = std::move(tags).value();
     c->reply_slots = info.regions[1];
     // The leader's writes are authenticated with its sending key, our receiving one.
-    c->mac = WriteMac(info.session_keys.recv);
-    c->reply_mac = WriteMac(info.session_keys.send);
+    c->mac = WriteMac(info.session_keys.recv, info.session_keys.digest);
+    c->reply_mac = WriteMac(info.session_keys.send, info.session_keys.digest);
   }
   c->conn = std::move(conn);
   return c;

@@ -15,7 +15,9 @@ constexpr uint32_t kFollowerMagic = 0x52504C46u;  // "RPLF"
 // 4: the leader hello carries the leader's epoch (48 bytes); with a pre-shared key every
 // batch and checkpoint chunk carries a 16-byte MAC after its bytes (write_mac.h), and the
 // follower's large-record buffer has room for it.
-constexpr uint16_t kHelloVersion = 4;
+// 5: a tag covers the immediate and the digest of the bytes (keyed by the pre-shared key
+// alone), not the bytes themselves: the same layout, tags of version 4 no longer match.
+constexpr uint16_t kHelloVersion = 5;
 constexpr size_t kLeaderSize = 48;
 constexpr size_t kVersionEnd = 6;  // magic and version: checked before the size
 constexpr size_t kFollowerFixed = 32;

@@ -338,9 +338,10 @@ void Leader::send_pending(Shard& s) noexcept {
     // them (its ack ran ahead of what this connection sent, after a stale resume point).
     if (l.next_send_bn < s.window.first_bn()) l.next_send_bn = s.window.first_bn();
     while (l.next_send_bn < s.window.end_bn()) {
-      const BatchDesc& d = s.window.desc(l.next_send_bn);
+      BatchDesc& d = s.window.desc(l.next_send_bn);
       if (!wal_sendable(d)) break;  // write-ahead: sent only once the log has it
-      const auto r = l.post_batch(batch_bytes(s, d), d.large, d.last_seq(), l.next_send_bn);
+      const auto r =
+          l.post_batch(batch_bytes(s, d), d.large, d.last_seq(), l.next_send_bn, &d.digest);
       if (r == Link::Post::no_room) {
         if (!l.stalled) {
           ChannelMetrics::add(metrics_.credit_stalls);

@@ -55,9 +55,10 @@ struct Carrier {
 
   // Caller holds mu and conn is set. Posts `wr` on conn, sealed first when authentication
   // is on (its tag, over its immediate and every byte it writes, appended as its last
-  // segment); `invalid` when `wr` has no segment left for the tag. A write that was not
-  // posted gives its counter back.
-  transport::PostStatus post(transport::WriteRequest& wr) noexcept;
+  // segment); `invalid` when `wr` has no segment left for the tag. The digest of its bytes
+  // comes from `digest` when that holds one, and is kept there otherwise. A write that was
+  // not posted gives its counter back.
+  transport::PostStatus post(transport::WriteRequest& wr, DigestCache* digest = nullptr) noexcept;
   // Whether the tag of the reply `e` (an acknowledgement or checkpoint reply that arrived on
   // this carrier) is right; caller holds mu, before the receive it consumed is posted again.
   [[nodiscard]] bool authentic(const transport::Completion& e) noexcept;

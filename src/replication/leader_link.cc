@@ -9,16 +9,23 @@
 
 namespace rdmarepl::replication::detail {
 
-transport::PostStatus Carrier::post(transport::WriteRequest& wr) noexcept {
+transport::PostStatus Carrier::post(transport::WriteRequest& wr, DigestCache* digest) noexcept {
   const bool sealed = mac.enabled();
   if (sealed) {
     if (wr.extra_count >= transport::kMaxWriteSegments - 1 || tag_slots == 0)
       return transport::PostStatus::invalid;
-    std::array<transport::LocalSegment, transport::kMaxWriteSegments> segments{};
-    for (size_t i = 0; i < wr.segment_count(); ++i) segments[i] = wr.segment(i);
+    DigestCache fresh;
+    DigestCache& d = digest != nullptr ? *digest : fresh;
+    if (!d.valid) {
+      std::array<transport::LocalSegment, transport::kMaxWriteSegments> segments{};
+      for (size_t i = 0; i < wr.segment_count(); ++i) segments[i] = wr.segment(i);
+      mac.digest(std::span(segments.data(), wr.segment_count()), d.value);
+      d.valid = true;
+    }
     std::byte* tag = tags + (mac.counter() % tag_slots) * kMacTagBytes;
-    mac.seal(wr.imm, std::span(segments.data(), wr.segment_count()),
-             std::span<uint8_t, kMacTagBytes>(reinterpret_cast<uint8_t*>(tag), kMacTagBytes));
+    mac.seal_digest(
+        wr.imm, d.value,
+        std::span<uint8_t, kMacTagBytes>(reinterpret_cast<uint8_t*>(tag), kMacTagBytes));
     wr.extra[wr.extra_count++] = transport::LocalSegment{tag, kMacTagBytes, tags_lkey};
   }
   const auto st = conn->post_writes(std::span<const transport::WriteRequest>(&wr, 1));
@@ -34,7 +41,7 @@ bool Carrier::authentic(const transport::Completion& e) noexcept {
 }
 
 Link::Post Link::post_batch(const transport::WriteRequest& bytes, bool large_batch,
-                            uint64_t last_seq, uint64_t wr_id) noexcept {
+                            uint64_t last_seq, uint64_t wr_id, DigestCache* digest) noexcept {
   if (inflight_count + 2 >= inflight.size()) return Post::no_room;
   // Acknowledgements carry 20 bits of a seq: never more records unacknowledged than that.
   if (inflight_count > 0 &&
@@ -84,7 +91,7 @@ Link::Post Link::post_batch(const transport::WriteRequest& bytes, bool large_bat
     if (!c.conn) return Post::disconnected;
     // The follower posts queue_depth + 4 receives per connection, whatever shards it carries.
     if (c.inflight + 2 >= carriers->queue_depth) return Post::no_room;
-    const auto st = c.post(wr);
+    const auto st = c.post(wr, digest);
     if (st == transport::PostStatus::queue_full) return Post::queue_full;
     if (st == transport::PostStatus::disconnected) return Post::disconnected;
     if (st != transport::PostStatus::ok) return Post::refused;

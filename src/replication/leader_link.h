@@ -102,8 +102,9 @@ struct Link {
   }
   // The same for a batch whose bytes are gathered: `bytes` names its local segments (its
   // local_addr, length, lkey and extra ones); the rest of the request is filled in here.
+  // `digest`: where the batch's digest is kept between its sends (Carrier::post()).
   Post post_batch(const transport::WriteRequest& bytes, bool large_batch, uint64_t last_seq,
-                  uint64_t wr_id) noexcept;
+                  uint64_t wr_id, DigestCache* digest = nullptr) noexcept;
   // Posts a request that is not a batch (a checkpoint chunk) on the link's carrier: the
   // immediate's shard is filled in here.
   transport::PostStatus post_raw(transport::WriteRequest wr) noexcept;

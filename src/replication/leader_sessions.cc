@@ -131,8 +131,9 @@ Status LeaderSessions::init_tags(FollowerCarriers& fc) {
 }
 
 void LeaderSessions::arm(FollowerCarriers& fc, Carrier& c) noexcept {
-  c.mac = fc.keyed ? WriteMac(c.conn->peer().session_keys.send) : WriteMac();
-  c.reply_mac = fc.keyed ? WriteMac(c.conn->peer().session_keys.recv) : WriteMac();
+  const auto& keys = c.conn->peer().session_keys;
+  c.mac = fc.keyed ? WriteMac(keys.send, keys.digest) : WriteMac();
+  c.reply_mac = fc.keyed ? WriteMac(keys.recv, keys.digest) : WriteMac();
 }
 
 bool LeaderSessions::start_session(FollowerCarriers& fc) noexcept {

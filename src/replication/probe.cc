@@ -18,7 +18,7 @@ using transport::WcStatus;
 constexpr uint32_t kProbeMagic = 0x52504C50u;  // "RPLP"
 // The replication handshake's version (hello.cc); probes were added in it without
 // changing the leader and follower Hellos.
-constexpr uint16_t kProbeVersion = 4;
+constexpr uint16_t kProbeVersion = 5;
 
 // A zero-length write-with-immediate: it touches no memory of the peer, so it needs no
 // region (the transports check none for an empty write).

@@ -13,6 +13,7 @@
 #include "rdmarepl/memory/slab_pool.h"
 #include "registered_buffer.h"
 #include "ring_space.h"
+#include "write_mac.h"
 
 namespace rdmarepl::replication::detail {
 
@@ -43,6 +44,7 @@ struct BatchDesc {
   uint32_t value_lkey = 0;
   const std::byte* value = nullptr;
   uint64_t end_bytes = 0;  // `len` of every batch pushed so far, this one included (push())
+  DigestCache digest;      // with a pre-shared key, once it was first sent (Carrier::post())
   [[nodiscard]] uint64_t last_seq() const noexcept { return first_seq + count - 1; }
 };
 

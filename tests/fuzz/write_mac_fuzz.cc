@@ -35,10 +35,16 @@ SessionKey session_key() {
   return k;
 }
 
+SessionKey digest_key() {
+  SessionKey k{};
+  for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<uint8_t>(0x90 ^ (i * 3));
+  return k;
+}
+
 // The tag a sender with the session key gives message number `n` of the connection.
 std::array<uint8_t, repl::kMacTagBytes> sealed(uint32_t imm, const std::vector<std::byte>& bytes,
                                                uint64_t n) {
-  repl::WriteMac sender(session_key());
+  repl::WriteMac sender(session_key(), digest_key());
   std::array<uint8_t, repl::kMacTagBytes> tag{};
   const LocalSegment seg{bytes.data(), static_cast<uint32_t>(bytes.size()), 0};
   for (uint64_t i = 0; i <= n; ++i)
@@ -66,7 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* raw, size_t raw_size) {
         reinterpret_cast<const std::byte*>(rest) + rest_size - repl::kMacTagBytes);
     std::array<uint8_t, repl::kMacTagBytes> tag{};
     std::memcpy(tag.data(), rest + bytes.size(), tag.size());
-    repl::WriteMac receiver(session_key());
+    repl::WriteMac receiver(session_key(), digest_key());
     for (uint8_t i = 0; i < message % 4; ++i) {  // messages before this one
       std::array<uint8_t, repl::kMacTagBytes> t = sealed(0, {}, i);
       check(receiver.open(0, {}, t));
@@ -85,7 +91,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* raw, size_t raw_size) {
                                      reinterpret_cast<const std::byte*>(rest) + rest_size);
   const auto tag = sealed(imm, bytes, 0);
   {
-    repl::WriteMac receiver(session_key());
+    repl::WriteMac receiver(session_key(), digest_key());
     check(receiver.open(imm, bytes, tag));
   }
   const size_t bits = 8 * (4 + bytes.size() + tag.size());
@@ -99,10 +105,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* raw, size_t raw_size) {
     bytes2[(bit - 32) / 8] ^= std::byte{static_cast<uint8_t>(1u << (bit % 8))};
   else
     tag2[(bit - 32 - 8 * bytes.size()) / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
-  repl::WriteMac receiver(session_key());
+  repl::WriteMac receiver(session_key(), digest_key());
   check(!receiver.open(imm2, bytes2, tag2));
   // And a message taken for the next one in the stream (a replay or reordering) fails too.
-  repl::WriteMac later(session_key());
+  repl::WriteMac later(session_key(), digest_key());
   std::array<uint8_t, repl::kMacTagBytes> first = sealed(0, {}, 0);
   check(later.open(0, {}, first));
   check(!later.open(imm, bytes, tag));

@@ -185,7 +185,7 @@ TEST_CASE("options validation names the field and the fix", "[options]") {
 TEST_CASE("the probe hello: the documented bytes, and another version is named", "[hello]") {
   using namespace rdmarepl::replication::detail;
   // The example of docs/wire_format.md ("Probe").
-  const std::string example("\x52\x50\x4c\x50\x00\x04\x00\x00", 8);
+  const std::string example("\x52\x50\x4c\x50\x00\x05\x00\x00", 8);
   CHECK(encode_probe_hello() == example);
   CHECK(is_probe_hello(example));
   CHECK(parse_probe_hello(example, "doctor").ok());
@@ -193,11 +193,11 @@ TEST_CASE("the probe hello: the documented bytes, and another version is named",
   CHECK_FALSE(is_probe_hello(encode(LeaderHello{0, 7, 4, 256, 4 << 20, 16 << 20, 2})));
   CHECK_FALSE(parse_leader_hello(example, "doctor").ok());
   auto newer = example;
-  newer[5] = 5;
+  newer[5] = 6;
   auto r = parse_probe_hello(newer, "doctor");
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().is(rdmarepl::Errc::protocol_error));
-  CHECK(r.error().message().find("probe hello version 5 (this build speaks 4)") !=
+  CHECK(r.error().message().find("probe hello version 6 (this build speaks 5)") !=
         std::string::npos);
   auto reserved = example;
   reserved[7] = 1;
@@ -213,7 +213,7 @@ TEST_CASE("handshake payloads round-trip and reject garbage", "[hello]") {
   REQUIRE(l.ok());
   CHECK(l->epoch == 0x0102030405060708);
   // The example of docs/wire_format.md ("Replication handshake").
-  const unsigned char example[48] = {0x52, 0x50, 0x4c, 0x4c, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00,
+  const unsigned char example[48] = {0x52, 0x50, 0x4c, 0x4c, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00,
                                      0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x01, 0x00,
                                      0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x40,
                                      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
@@ -247,25 +247,25 @@ TEST_CASE("handshake payloads round-trip and reject garbage", "[hello]") {
   CHECK_FALSE(parse_leader_hello(encode(lh).substr(1), "peer").ok());
   LeaderHello out_of_range{9, 1, 8, 1, 1, 1};  // more carriers than shards
   CHECK_FALSE(parse_leader_hello(encode(out_of_range), "peer").ok());
-  // A peer of wire version 3 (batches without a MAC) is refused by both sides, with the
-  // versions in the message.
+  // A peer of wire version 4 (tags over the bytes themselves, not over their digest) is
+  // refused by both sides, with the versions in the message.
   auto old_leader = encode(lh);
   auto old_follower = encode(fh);
-  old_leader[5] = old_follower[5] = 3;
+  old_leader[5] = old_follower[5] = 4;
   auto old_l = parse_leader_hello(old_leader, "peer");
   auto old_f = parse_follower_hello(old_follower, "peer");
   REQUIRE_FALSE(old_l.ok());
   REQUIRE_FALSE(old_f.ok());
   for (const rdmarepl::Error& e : {old_l.error(), old_f.error()}) {
     CHECK(e.is(rdmarepl::Errc::protocol_error));
-    CHECK(e.message().find("version 3 (this build speaks 4)") != std::string::npos);
+    CHECK(e.message().find("version 4 (this build speaks 5)") != std::string::npos);
   }
   // A version 3 leader sends 40 bytes (no epoch): it hears about the version, not the size.
   auto v3_leader = encode(lh).substr(0, 40);
   v3_leader[5] = 3;
   auto v3 = parse_leader_hello(v3_leader, "peer");
   REQUIRE_FALSE(v3.ok());
-  CHECK(v3.error().message().find("version 3 (this build speaks 4); upgrade the leader and its "
+  CHECK(v3.error().message().find("version 3 (this build speaks 5); upgrade the leader and its "
                                   "followers together") != std::string::npos);
   CHECK_FALSE(parse_leader_hello(encode(lh).substr(0, 5), "peer").ok());
   auto fb = encode(fh);

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rdmarepl/transport/transport.h"
@@ -437,14 +438,19 @@ class LoopbackTransport final : public Transport {
     theirs->info =
         PeerInfo{options.node_id, "loopback:client", options.regions, options.app_data, {}};
     // With a pre-shared key on both sides, session keys as the bootstrap handshake would
-    // derive them: one per direction, the same on both ends.
+    // derive them: one per direction, the same on both ends, and a digest key that depends
+    // on the pre-shared key alone.
     if (!options.pre_shared_key.empty() && !p->options.pre_shared_key.empty()) {
       std::random_device rd;
       for (auto& b : mine->info.session_keys.send) b = static_cast<uint8_t>(rd());
       for (auto& b : mine->info.session_keys.recv) b = static_cast<uint8_t>(rd());
+      const std::string_view psk = options.pre_shared_key;
+      for (size_t i = 0; i < mine->info.session_keys.digest.size(); ++i)
+        mine->info.session_keys.digest[i] =
+            static_cast<uint8_t>(static_cast<uint8_t>(psk[i % psk.size()]) ^ (i * 31));
       mine->info.session_keys.set = true;
       theirs->info.session_keys = {mine->info.session_keys.recv, mine->info.session_keys.send,
-                                   true};
+                                   mine->info.session_keys.digest, true};
     }
     mine->hook = fabric_->leader_hook;
     mine->post_zero_length_locked(options.initial_recvs);  // ConnectionOptions::initial_recvs

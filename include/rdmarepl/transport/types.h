@@ -69,12 +69,15 @@ struct RemoteRegion {
 inline constexpr size_t kSessionKeyBytes = 32;
 using SessionKey = std::array<uint8_t, kSessionKeyBytes>;
 
-// The two session keys of an authenticated connection: `send` authenticates what this side
-// sends, `recv` what the peer sends (the peer's `send`). `set` is false without a
-// pre-shared key.
+// The session keys of an authenticated connection: `send` authenticates what this side
+// sends, `recv` what the peer sends (the peer's `send`). `digest` keys the hash of a
+// message's bytes under the tags of both directions; it depends on the pre-shared key
+// only, so a leader hashes a batch once for all its followers (docs/wire_format.md,
+// "Write authentication"). `set` is false without a pre-shared key.
 struct SessionKeys {
   SessionKey send{};
   SessionKey recv{};
+  SessionKey digest{};
   bool set = false;
 };
 

@@ -181,7 +181,20 @@ void Admission::finished(const std::string& host, Outcome outcome, const Connect
     return;
   }
   count(outcome == Outcome::timeout ? o.counters.timeouts : o.counters.refused);
-  fail(r);
+  if (outcome != Outcome::declined) fail(r);
+}
+
+ConnectionOptions declining(const ConnectionOptions& o, bool& declined) {
+  ConnectionOptions copy = o;
+  if (o.check_peer)
+    copy.check_peer = [&check = o.check_peer, &declined](std::string_view node,
+                                                         std::string_view address,
+                                                         std::string_view app_data) {
+      Status st = check(node, address, app_data);
+      if (!st.ok()) declined = true;
+      return st;
+    };
+  return copy;
 }
 
 void Admission::fail(Record& r) {

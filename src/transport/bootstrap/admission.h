@@ -11,7 +11,11 @@
 //     at once;
 //   - an address whose last kFailuresBeforeBackoff handshakes failed (timed out, or refused
 //     by the handshake) is backing off: its connections are closed at once for 1 s, doubling
-//     with every further failure up to 60 s; a successful handshake ends it.
+//     with every further failure up to 60 s; a successful handshake ends it. A peer that
+//     completed the handshake up to its Hello and was then declined by the layer above
+//     (ConnectionOptions::check_peer) did not fail: that is a decision about that peer, and
+//     counting it would lock out other peers at the same address (a deposed leader retrying
+//     beside the leader that replaced it on the same host).
 // Every connection closed here is logged with the peer's address and counted.
 #pragma once
 
@@ -43,7 +47,7 @@ struct Admitted {
 
 class Admission {
  public:
-  enum class Outcome : uint8_t { ok, timeout, failed };
+  enum class Outcome : uint8_t { ok, timeout, failed, declined };
 
   // `listen_fd` (non-blocking, owned by the caller) and `local` (for log lines).
   Admission(int listen_fd, std::string local) : listen_fd_(listen_fd), local_(std::move(local)) {}
@@ -95,11 +99,17 @@ class Admission {
   uint64_t next_id_ = 0;
 };
 
-// How a handshake that returned `r` counts for Admission::finished().
+// How a handshake that returned `r` counts for Admission::finished(); `declined`: the
+// check_peer of declining() refused the peer.
 template <typename T>
-Admission::Outcome outcome_of(const Result<T>& r) noexcept {
+Admission::Outcome outcome_of(const Result<T>& r, bool declined = false) noexcept {
   if (r.ok()) return Admission::Outcome::ok;
+  if (declined) return Admission::Outcome::declined;
   return r.error().is(Errc::timeout) ? Admission::Outcome::timeout : Admission::Outcome::failed;
 }
+
+// A copy of `o` for one handshake whose check_peer, if `o` has one, sets `declined` when it
+// refuses the peer.
+ConnectionOptions declining(const ConnectionOptions& o, bool& declined);
 
 }  // namespace rdmarepl::transport::bootstrap

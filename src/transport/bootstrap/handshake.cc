@@ -38,6 +38,7 @@ constexpr std::string_view kLabelClientHello = "rdmarepl/1 initiator hello";
 // Session keys: one per direction, over the whole transcript (docs/wire_format.md).
 constexpr std::string_view kLabelKeyFromInitiator = "rdmarepl/1 key initiator to responder";
 constexpr std::string_view kLabelKeyFromResponder = "rdmarepl/1 key responder to initiator";
+constexpr std::string_view kLabelDigestKey = "rdmarepl/1 message digest key";
 static_assert(kMacBytes == kSessionKeyBytes);
 
 std::string_view to_string(Msg m) {
@@ -113,7 +114,8 @@ class Session {
   bool keyed() const noexcept { return !key_.empty(); }
 
   // After a successful keyed handshake both sides hold the same transcript (every message,
-  // Done included, in wire order): each direction's key is the MAC of its label over it.
+  // Done included, in wire order): each direction's key is the MAC of its label over it;
+  // the digest key is the MAC of its label alone.
   void derive_keys(SessionKeys& keys) const {
     keys = SessionKeys{};
     if (!keyed()) return;
@@ -124,6 +126,15 @@ class Session {
               (initiator ? keys.send : keys.recv).begin());
     std::copy(from_responder.begin(), from_responder.end(),
               (initiator ? keys.recv : keys.send).begin());
+    // Not from the transcript: the same on every connection with this pre-shared key.
+    crypto_auth_hmacsha512256_state st;
+    crypto_auth_hmacsha512256_init(&st, reinterpret_cast<const unsigned char*>(key_.data()),
+                                   key_.size());
+    crypto_auth_hmacsha512256_update(&st,
+                                     reinterpret_cast<const unsigned char*>(kLabelDigestKey.data()),
+                                     kLabelDigestKey.size());
+    crypto_auth_hmacsha512256_final(&st, keys.digest.data());
+    sodium_memzero(&st, sizeof st);
     keys.set = true;
   }
 

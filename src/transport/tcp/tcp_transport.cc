@@ -93,9 +93,10 @@ class TcpListener final : public Listener {
     RDMAREPL_TRY(check_options(options));
     auto peer = admission_.next(options, Deadline::after(timeout));
     if (!peer) return std::move(peer).error();
-    auto conn = establish(std::move(peer->fd), bootstrap::Role::responder, options, registry_,
-                          peer->deadline);
-    admission_.finished(peer->host, bootstrap::outcome_of(conn), options);
+    bool declined = false;
+    auto conn = establish(std::move(peer->fd), bootstrap::Role::responder,
+                          bootstrap::declining(options, declined), registry_, peer->deadline);
+    admission_.finished(peer->host, bootstrap::outcome_of(conn, declined), options);
     return conn;
   }
 

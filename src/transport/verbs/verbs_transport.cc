@@ -25,9 +25,10 @@ class VerbsListener final : public Listener {
                                              std::chrono::milliseconds timeout) override {
     auto sock = admission_.next(options, Deadline::after(timeout));
     if (!sock) return sock.error();
+    bool declined = false;
     auto conn = VerbsConnection::establish(state_, std::move(sock->fd), bootstrap::Role::responder,
-                                           options);
-    admission_.finished(sock->host, bootstrap::outcome_of(conn), options);
+                                           bootstrap::declining(options, declined));
+    admission_.finished(sock->host, bootstrap::outcome_of(conn, declined), options);
     if (!conn) return conn.error();
     return std::unique_ptr<Connection>(std::move(*conn));
   }

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "rdmarepl/core/crc32c.h"
+#include "transport/bootstrap/admission.h"
 #include "transport/bootstrap/handshake.h"
 #include "transport/bootstrap/socket.h"
 #include "transport/pair_util.h"
@@ -295,12 +296,16 @@ TEST_CASE("tcp: the listener refuses garbage and a wrong key, then accepts a goo
     CHECK(mine.send == theirs.recv);
     CHECK(mine.recv == theirs.send);
     CHECK(mine.send != mine.recv);
+    CHECK(mine.digest == theirs.digest);
+    CHECK(mine.digest != mine.send);
     // A new connection with the same key gets other keys (fresh nonces).
     auto fut2 = std::async(std::launch::async, [&] { return (*l)->accept(so, 10s); });
     auto c2 = t.connect(ep, co);
     REQUIRE(c2.ok());
     REQUIRE(fut2.get().ok());
     CHECK((*c2)->peer().session_keys.send != mine.send);
+    // The digest key depends on the pre-shared key alone: a leader hashes a batch once.
+    CHECK((*c2)->peer().session_keys.digest == mine.digest);
   }
   {  // without a key there are no session keys
     ConnectionOptions open_so;
@@ -313,6 +318,60 @@ TEST_CASE("tcp: the listener refuses garbage and a wrong key, then accepts a goo
     REQUIRE(fut.get().ok());
     CHECK_FALSE((*c)->peer().session_keys.set);
   }
+}
+
+TEST_CASE("tcp: peers declined by the layer above do not make their address back off",
+          "[transport][tcp]") {
+  // A deposed leader refused for its epoch keeps reconnecting from the host where the
+  // leader that replaced it may run too: its refusals must not lock that one out.
+  tcp::TcpTransport t;
+  auto l = t.listen(Endpoint{"127.0.0.1", 0});
+  REQUIRE(l.ok());
+  auto ep = (*l)->local_endpoint();
+  std::atomic<uint64_t> refused{0};
+  ConnectionOptions so;
+  so.node_id = "follower";
+  so.pre_shared_key = "k1";
+  so.counters.refused = &refused;
+  so.check_peer = [](std::string_view node, std::string_view, std::string_view) -> Status {
+    if (node == "deposed") return Error(Errc::connection_refused, "deposed is not the leader");
+    return ok_status();
+  };
+  auto attempt = [&](const std::string& node, const std::string& key) {
+    auto fut = std::async(std::launch::async, [&] { return (*l)->accept(so, 2s); });
+    ConnectionOptions co;
+    co.node_id = node;
+    co.pre_shared_key = key;
+    co.connect_timeout = 2s;
+    auto c = t.connect(ep, co);
+    auto r = fut.get();
+    return std::make_pair(c.ok() ? Status(ok_status()) : Status(c.error()),
+                          r.ok() ? Status(ok_status()) : Status(r.error()));
+  };
+  const uint32_t declines = bootstrap::kFailuresBeforeBackoff + 2;
+  for (uint32_t i = 0; i < declines; ++i) {
+    auto [c, r] = attempt("deposed", "k1");
+    REQUIRE_FALSE(c.ok());
+    CHECK(has_text(c.error(), "deposed is not the leader"));
+    REQUIRE_FALSE(r.ok());
+  }
+  CHECK(refused.load() == declines);  // still counted and refused every time
+  {                                   // another peer from the same address is admitted at once
+    auto [c, r] = attempt("leader", "k1");
+    CHECK(c.ok());
+    CHECK(r.ok());
+  }
+  // Handshakes that fail (a wrong key) still make the address back off.
+  for (uint32_t i = 0; i < bootstrap::kFailuresBeforeBackoff; ++i) {
+    auto [c, r] = attempt("intruder", "not-k1");
+    REQUIRE_FALSE(c.ok());
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().is(Errc::auth_failed));
+  }
+  auto [c, r] = attempt("leader", "k1");
+  CHECK_FALSE(c.ok());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().is(Errc::timeout));  // its connection was closed at once, not handed over
 }
 
 TEST_CASE("tcp: a peer that speaks late still gets the connect timeout from its accept",
