@@ -6,13 +6,13 @@
 #include <thread>
 #include <vector>
 
+#include "core/thread_name.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/reads/read_server.h"
 #include "read_format.h"
 #include "replication/transport_select.h"
 #include "server_connection.h"
-#include "core/thread_name.h"
 
 namespace rdmarepl::reads {
 namespace {

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/thread_name.h"
 #include "rdmarepl/core/byte_order.h"
 #include "rdmarepl/core/log.h"
-#include "core/thread_name.h"
 
 namespace rdmarepl::replication::detail {
 

@@ -95,6 +95,7 @@ void Leader::shard_metrics(MetricsSnapshot& m) const {
   m.link_batches_sent.assign(n * followers, 0);
   m.link_credit_stalls.assign(n * followers, 0);
   m.link_reconnects.assign(n * followers, 0);
+  m.link_catchup_bytes.assign(n * followers, 0);
   m.shard_batches.assign(n, 0);
   m.shard_window_stalls.assign(n, 0);
   m.shard_ack_latency_ns.assign(n, {});
@@ -115,6 +116,7 @@ void Leader::shard_metrics(MetricsSnapshot& m) const {
       m.link_batches_sent[i * followers + f] = ld(l.batches_sent);
       m.link_credit_stalls[i * followers + f] = ld(l.credit_stalls);
       m.link_reconnects[i * followers + f] = ld(l.reconnects);
+      m.link_catchup_bytes[i * followers + f] = ld(l.catchup_bytes);
     }
   }
 }

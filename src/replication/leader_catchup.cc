@@ -8,9 +8,9 @@
 #include <cstring>
 
 #include "batch_limits.h"
+#include "core/thread_name.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
-#include "core/thread_name.h"
 
 namespace rdmarepl::replication::detail {
 
@@ -214,6 +214,7 @@ bool CatchUp::post_staged(Pass& p, uint64_t len, bool large, uint64_t last) noex
         ++p.sent;
         ChannelMetrics::add(metrics_.batches_resent);
         ChannelMetrics::add(metrics_.catchup_bytes, len);
+        ChannelMetrics::add(p.l.catchup_bytes, len);
         return true;
       }
       if (r == Link::Post::disconnected || r == Link::Post::refused) {

@@ -45,11 +45,12 @@ struct Link {
   // acked_seq, as of the last progress round that held the shard's lock (metrics).
   std::atomic<uint64_t> lag_records{0};
   std::atomic<uint64_t> lag_bytes{0};
-  // This link's part of batches_sent, credit_stalls and reconnects (written under the shard
-  // lock, read by the metrics sweep).
+  // This link's part of batches_sent, credit_stalls, reconnects and catchup_bytes (written
+  // under the shard lock, read by the metrics sweep).
   std::atomic<uint64_t> batches_sent{0};
   std::atomic<uint64_t> credit_stalls{0};
   std::atomic<uint64_t> reconnects{0};
+  std::atomic<uint64_t> catchup_bytes{0};
   // The newest seq the follower may acknowledge on this connection: its resume point at
   // install, then the last seq of each batch posted (and a shipped checkpoint's seq). An
   // acknowledgement beyond it is a protocol error.

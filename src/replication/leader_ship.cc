@@ -124,6 +124,7 @@ Status CatchUp::post_chunk(Pass& p, uint64_t bytes, uint64_t covers) {
     return closed_error();
   }
   ChannelMetrics::add(metrics_.catchup_bytes, bytes);
+  ChannelMetrics::add(p.l.catchup_bytes, bytes);
   // Once the last chunk is installed the follower acknowledges the checkpoint's seq.
   if (covers > p.l.sent_seq) p.l.sent_seq = covers;
   return ok_status();

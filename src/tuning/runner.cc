@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "rdmarepl/core/log.h"
 #include "core/thread_name.h"
+#include "rdmarepl/core/log.h"
 
 namespace rdmarepl::tuning {
 

@@ -6,12 +6,12 @@
 
 #include <fmt/format.h>
 
+#include "core/thread_name.h"
 #include "pmem.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/wal/layout.h"
 #include "uring.h"
-#include "core/thread_name.h"
 
 namespace rdmarepl::wal {
 

@@ -31,6 +31,7 @@ replication::MetricsSnapshot sample_snapshot() {
   m.link_batches_sent = {40, 41, 0, 0, 12, 13};
   m.link_credit_stalls = {2, 0, 0, 0, 0, 1};
   m.link_reconnects = {0, 1, 0, 1, 0, 1};
+  m.link_catchup_bytes = {0, 65536, 0, 0, 0, 4096};
   m.shard_batches = {4, 0, 3};
   m.shard_window_stalls = {0, 0, 5};
   // Commit latency per shard (shard 1 saw none); the channel's is their sum.
@@ -146,6 +147,9 @@ TEST_CASE("a leader exports records and bytes per shard and lag per follower and
   CHECK(at("rdmarepl_follower_shard_credit_stalls_total", f1 + "\"0\"") == 0);
   CHECK(at("rdmarepl_follower_shard_reconnects_total", f1 + "\"1\"") == 1);
   CHECK(at("rdmarepl_follower_shard_reconnects_total", f0 + "\"1\"") == 0);
+  CHECK(at("rdmarepl_follower_shard_catchup_bytes_total", f1 + "\"0\"") == 65536);
+  CHECK(at("rdmarepl_follower_shard_catchup_bytes_total", f1 + "\"2\"") == 4096);
+  CHECK(at("rdmarepl_follower_shard_catchup_bytes_total", f0 + "\"2\"") == 0);
   CHECK(text.find("# TYPE rdmarepl_follower_shard_batches_sent_total counter") !=
         std::string::npos);
   // 2 followers x 3 shards, no more.

@@ -509,6 +509,14 @@ TEST_CASE(
   CHECK(f1store.digest() == expected.digest());
   CHECK(leader->metrics().batches_resent > resent_before);
   CHECK(leader->metrics().catchup_bytes > 1 << 20);  // most of the ~3 MiB came from the log
+  // Per (shard, follower) link: all of it went to the follower that was away.
+  const auto m = leader->metrics();
+  REQUIRE(m.link_catchup_bytes.size() == 2 * o.shards);
+  uint64_t caught_up[2] = {0, 0};
+  for (size_t k = 0; k < m.link_catchup_bytes.size(); ++k)
+    caught_up[k % 2] += m.link_catchup_bytes[k];
+  CHECK(caught_up[0] == 0);
+  CHECK(caught_up[1] == m.catchup_bytes);
   // The window keeps the newest batches (it evicts only for room); the gauge follows it.
   CHECK(leader->metrics().retained_bytes > 0);
   CHECK(leader->metrics().retained_bytes <= o.retain_bytes * o.shards);

@@ -44,10 +44,11 @@ struct MetricsSnapshot {
   std::vector<uint64_t> link_lag;
   std::vector<uint64_t> link_lag_bytes;
   // Leader, per shard and follower (the same entries): that link's part of batches_sent,
-  // credit_stalls and reconnects. Empty on a follower.
+  // credit_stalls, reconnects and catchup_bytes. Empty on a follower.
   std::vector<uint64_t> link_batches_sent;
   std::vector<uint64_t> link_credit_stalls;
   std::vector<uint64_t> link_reconnects;
+  std::vector<uint64_t> link_catchup_bytes;
   // Per shard: leader, the batches sealed on the shard (its part of batches_sealed);
   // follower, the batches applied (batches_applied).
   std::vector<uint64_t> shard_batches;

@@ -254,6 +254,10 @@ constexpr LinkSeries kLinkSeries[] = {
     {"rdmarepl_follower_shard_reconnects_total",
      "leader: the shard's link to a follower (re)established after the first", "connections",
      MetricType::Counter, &replication::MetricsSnapshot::link_reconnects, false},
+    {"rdmarepl_follower_shard_catchup_bytes_total",
+     "leader: bytes of log batches and checkpoint chunks sent to a follower on the shard to "
+     "catch it up",
+     "bytes", MetricType::Counter, &replication::MetricsSnapshot::link_catchup_bytes, false},
 };
 
 }  // namespace

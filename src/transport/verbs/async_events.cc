@@ -7,9 +7,9 @@
 
 #include <cerrno>
 
+#include "core/thread_name.h"
 #include "rdmarepl/core/log.h"
 #include "transport/verbs/device.h"
-#include "core/thread_name.h"
 
 namespace rdmarepl::transport::verbs {
 
