@@ -77,7 +77,8 @@ Cpu cpu_now() {
 struct Result {
   double per_sec = 0;
   double p99_us = 0;
-  Cpu cpu;  // per write
+  Cpu cpu;                       // per write
+  double records_per_batch = 0;  // replicated runs: records over the leader's batches
 };
 
 Cpu per_write(const Cpu& before, uint64_t writes) {
@@ -135,7 +136,7 @@ void on_commit(void* ctx, rdmarepl::Ticket, const rdmarepl::Status&) noexcept {
 }
 
 Result run_replicated(rocksdb::DB& db, Channel& ch, uint64_t writes, size_t records,
-                      const std::string& value) {
+                      const std::string& value, uint64_t progress_every) {
   const bool manual = ch.options().polling == rdmarepl::PollingMode::manual;
   std::vector<Slot> lat(writes);
   std::vector<std::string> keys(records);
@@ -143,6 +144,7 @@ Result run_replicated(rocksdb::DB& db, Channel& ch, uint64_t writes, size_t reco
   const uint64_t t0 = rdmarepl::mono_ns();
   std::vector<rdmarepl::Ticket> tickets(writes);
   const Cpu c0 = cpu_now();
+  const uint64_t batches0 = ch.metrics().batches_sealed;
   for (uint64_t i = 0; i < writes; ++i) {
     // At most kWindow writes outstanding: latency is measured below saturation's queue.
     // (Polls committed() rather than wait(), which would also seal the open batch early.)
@@ -160,7 +162,8 @@ Result run_replicated(rocksdb::DB& db, Channel& ch, uint64_t writes, size_t reco
     } while (w.status == rdmarepl::WriteStatus::stalled);
     if (!w.ok()) RocksDbStore::die(rocksdb::Status::Aborted(), describe(w.status));
     tickets[i] = w.ticket;
-    if (manual) (void)ch.progress();  // no poller thread: the writer drives the channel
+    // No poller thread: the writer drives the channel, every progress_every writes.
+    if (manual && i % progress_every == 0) (void)ch.progress();
     if (!ch.on_commit(w.ticket, &on_commit, &lat[i])) {  // too many pending: wait for it
       if (!ch.wait(w.ticket, 60s)) RocksDbStore::die(rocksdb::Status::TimedOut(), "waiting");
       on_commit(&lat[i], w.ticket, rdmarepl::ok_status());
@@ -171,7 +174,9 @@ Result run_replicated(rocksdb::DB& db, Channel& ch, uint64_t writes, size_t reco
   while (ch.progress() != 0) {  // the last callbacks
   }
   const double s = static_cast<double>(rdmarepl::mono_ns() - t0) / 1e9;
-  return {static_cast<double>(writes) / s, p99(lat), per_write(c0, writes)};
+  const auto batches = static_cast<double>(ch.metrics().batches_sealed - batches0);
+  return {static_cast<double>(writes) / s, p99(lat), per_write(c0, writes),
+          static_cast<double>(writes * records) / std::max(1.0, batches)};
 }
 
 // A follower store that applies record by record (and group by group): RocksDbStore without
@@ -217,6 +222,9 @@ struct Options {
   std::string wal_dir;
   std::string follower_apply = "both";
   unsigned rounds = 1;
+  uint32_t flush_delay_us = 200;
+  size_t batch_bytes = 64 * 1024;
+  uint64_t progress_every = 1;
 };
 
 struct Runs {
@@ -244,6 +252,8 @@ Runs run_replicated_both(const Options& a, const std::string& value) {
   if (!mode) RocksDbStore::die(rocksdb::Status::InvalidArgument(), "--polling " + a.polling);
   o.polling = *mode;
   o.ring_bytes = 16 << 20;
+  o.flush_delay = std::chrono::microseconds(a.flush_delay_us);
+  o.batch_bytes = a.batch_bytes;
   o.retain_bytes = 128 << 20;
   o.max_value_bytes = 1 << 20;
   auto f1s = fresh(a.dir + "/f1"), f2s = fresh(a.dir + "/f2"), ls = fresh(a.dir + "/leader");
@@ -268,9 +278,9 @@ Runs run_replicated_both(const Options& a, const std::string& value) {
   auto leader = Channel::create(o, *ls);
   if (!leader) RocksDbStore::die(rocksdb::Status::IOError(), leader.error().message());
   Runs r;
-  r.puts = run_replicated(ls->db(), **leader, a.writes, 1, value);
+  r.puts = run_replicated(ls->db(), **leader, a.writes, 1, value, a.progress_every);
   r.batches = run_replicated(ls->db(), **leader, std::max<uint64_t>(1, a.writes / a.batch_records),
-                             a.batch_records, value);
+                             a.batch_records, value, a.progress_every);
   return r;
 }
 
@@ -293,6 +303,15 @@ int main(int argc, char** argv) {
                  "how followers apply: batch (one WriteBatch per replication batch), record "
                  "(one per record or group) or both (default), one after the other")
       ->check(CLI::IsMember({"batch", "record", "both"}));
+  app.add_option("--flush-delay-us", a.flush_delay_us,
+                 "the leader's flush delay: a batch is sent when its first record is this old "
+                 "(default 200, the channel's default)");
+  app.add_option("--batch-bytes", a.batch_bytes,
+                 "the leader's batch size (default 65536, the channel's default)");
+  app.add_option("--progress-every", a.progress_every,
+                 "with --leader-polling manual, the writer calls progress() after every Nth "
+                 "write (default 1; each call reads every follower's socket once)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--rounds", a.rounds, "repeat everything this many times (default 1)");
   CLI11_PARSE(app, argc, argv);
   const std::string value(a.value_bytes, 'v');
@@ -311,9 +330,11 @@ int main(int argc, char** argv) {
     // keep if its followers ran on machines of their own.
     fmt::print(
         "{:<30} cpu per write: alone's writer {:.1f} us; replicated: leader {:.1f} us, "
-        "followers {:.1f} us (both), other {:.1f} us; leader / alone {:.2f}\n",
+        "followers {:.1f} us (both), other {:.1f} us; leader / alone {:.2f}; {:.1f} records "
+        "per batch\n",
         "", al.cpu.leader, re.cpu.leader, re.cpu.followers,
-        re.cpu.total - re.cpu.leader - re.cpu.followers, al.cpu.leader / re.cpu.leader);
+        re.cpu.total - re.cpu.leader - re.cpu.followers, al.cpu.leader / re.cpu.leader,
+        re.records_per_batch);
     std::fflush(stdout);
   };
   auto report = [&](const char* how, const Runs& alone, const Runs& rep) {
