@@ -14,9 +14,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -91,9 +94,36 @@ Cpu per_write(const Cpu& before, uint64_t writes) {
 // Replicated writes outstanding (not yet committed) at most.
 constexpr uint64_t kWindow = 256;
 
+// Commits seen, and a writer that may be waiting for one (a poller thread calls on_commit;
+// with manual polling the writer does, inside progress()).
+struct Commits {
+  std::atomic<uint64_t> done{0};
+  std::atomic<bool> waiting{false};
+  std::mutex mu;
+  std::condition_variable cv;
+
+  void add() {
+    done.fetch_add(1, std::memory_order_release);
+    if (waiting.load(std::memory_order_acquire)) {
+      std::lock_guard lock(mu);
+      cv.notify_one();
+    }
+  }
+  // Until `n` writes have committed.
+  void wait_for(uint64_t n) {
+    if (done.load(std::memory_order_acquire) >= n) return;
+    std::unique_lock lock(mu);
+    waiting.store(true, std::memory_order_seq_cst);
+    cv.wait_for(lock, std::chrono::milliseconds(1),
+                [&] { return done.load(std::memory_order_acquire) >= n; });
+    waiting.store(false, std::memory_order_relaxed);
+  }
+};
+
 struct Slot {
   uint64_t t0 = 0;
   uint64_t ns = 0;
+  Commits* commits = nullptr;
 };
 
 double p99(std::vector<Slot>& s) {
@@ -133,24 +163,31 @@ Result run_alone(rocksdb::DB& db, uint64_t writes, size_t records, const std::st
 void on_commit(void* ctx, rdmarepl::Ticket, const rdmarepl::Status&) noexcept {
   auto* slot = static_cast<Slot*>(ctx);
   slot->ns = rdmarepl::mono_ns() - slot->t0;
+  if (slot->commits != nullptr) slot->commits->add();
 }
 
 Result run_replicated(rocksdb::DB& db, Channel& ch, uint64_t writes, size_t records,
                       const std::string& value, uint64_t progress_every) {
   const bool manual = ch.options().polling == rdmarepl::PollingMode::manual;
   std::vector<Slot> lat(writes);
+  Commits commits;
   std::vector<std::string> keys(records);
   std::vector<rdmarepl::GroupOp> ops(records);
   const uint64_t t0 = rdmarepl::mono_ns();
-  std::vector<rdmarepl::Ticket> tickets(writes);
   const Cpu c0 = cpu_now();
   const uint64_t batches0 = ch.metrics().batches_sealed;
   for (uint64_t i = 0; i < writes; ++i) {
     // At most kWindow writes outstanding: latency is measured below saturation's queue.
-    // (Polls committed() rather than wait(), which would also seal the open batch early.)
-    while (i >= kWindow && !ch.committed(tickets[i - kWindow]))
-      if (!manual || ch.progress() == 0) std::this_thread::sleep_for(10us);
+    // (Counts commit callbacks rather than calling wait(), which would also seal the open
+    // batch early.)
+    while (i >= kWindow && commits.done.load(std::memory_order_acquire) < i - kWindow + 1) {
+      if (!manual)
+        commits.wait_for(i - kWindow + 1);
+      else if (ch.progress() == 0)
+        std::this_thread::sleep_for(10us);
+    }
     lat[i].t0 = rdmarepl::mono_ns();
+    lat[i].commits = &commits;
     local_write(db, i, records, value);
     for (size_t r = 0; r < records; ++r) {
       keys[r] = key_of(i * records + r);
@@ -161,7 +198,6 @@ Result run_replicated(rocksdb::DB& db, Channel& ch, uint64_t writes, size_t reco
       w = records == 1 ? ch.replicate(keys[0], value) : ch.replicate_group(ops);
     } while (w.status == rdmarepl::WriteStatus::stalled);
     if (!w.ok()) RocksDbStore::die(rocksdb::Status::Aborted(), describe(w.status));
-    tickets[i] = w.ticket;
     // No poller thread: the writer drives the channel, every progress_every writes.
     if (manual && i % progress_every == 0) (void)ch.progress();
     if (!ch.on_commit(w.ticket, &on_commit, &lat[i])) {  // too many pending: wait for it
