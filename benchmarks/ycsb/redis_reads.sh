@@ -4,7 +4,10 @@
 # redis-benchmark GETs against both replicas at once, THREADS connections in all (half per
 # replica), one request in flight per connection (no pipelining, as rdmarepl-ycsb's client
 # threads), keys uniform over the keyspace. Prints one JSON object:
-#   {"system":"redis","value_bytes":..,"throughput_ops":..,"avg_us":..,"p50_us":..,"p99_us":..}
+#   {"system":"redis","value_bytes":..,"throughput_ops":..,"avg_us":..,"p50_us":..,"p99_us":..,
+#    "cpu_seconds":..,"cpu_us_per_op":..}
+# CPU: both replicas' and both redis-benchmark processes' user + system time during the gets
+# (the master is idle then), as rdmarepl-ycsb counts every thread of its one process.
 #
 # usage: redis_reads.sh VALUE_BYTES THREADS OPERATIONS RECORDS
 # Exit status 77 when redis-server or redis-benchmark is missing.
@@ -68,6 +71,18 @@ for p in "${ports[1]}" "${ports[2]}"; do
   done
 done
 half=$((threads / 2 > 0 ? threads / 2 : 1))
+# CPU ticks of the two replicas (utime + stime) and of this script's waited-for children
+# (cutime + cstime: the redis-benchmark processes, once reaped), before and after the gets.
+cpu_ticks() {
+  local t=0 f
+  for pid in "${pids[1]}" "${pids[2]}"; do
+    read -r -a f <<<"$(sed 's/.*) //' "/proc/$pid/stat")"
+    t=$((t + f[11] + f[12]))
+  done
+  read -r -a f <<<"$(sed 's/.*) //' "/proc/$$/stat")"
+  echo $((t + f[13] + f[14]))
+}
+ticks0=$(cpu_ticks)
 getters=()
 for i in 1 2; do
   redis-benchmark -p "${ports[$i]}" -t get -n $((ops / 2)) -c "$half" -r "$records" -P 1 \
@@ -75,7 +90,8 @@ for i in 1 2; do
   getters+=($!)
 done
 wait "${getters[@]}"
-python3 - "$tmp/get1.csv" "$tmp/get2.csv" "$value" <<'PY'
+cpu_s=$(awk -v d=$(($(cpu_ticks) - ticks0)) -v hz="$(getconf CLK_TCK)" 'BEGIN{print d / hz}')
+python3 - "$tmp/get1.csv" "$tmp/get2.csv" "$value" "$cpu_s" "$ops" <<'PY'
 import csv, json, sys
 rows = []
 for f in sys.argv[1:3]:
@@ -86,6 +102,8 @@ rps = sum(float(r["rps"]) for r in rows)
 avg = sum(float(r["avg_latency_ms"]) for r in rows) / 2 * 1000
 p50 = max(float(r["p50_latency_ms"]) for r in rows) * 1000
 p99 = max(float(r["p99_latency_ms"]) for r in rows) * 1000
+cpu_s, ops = float(sys.argv[4]), int(sys.argv[5])
 print(json.dumps({"system": "redis", "value_bytes": int(sys.argv[3]), "throughput_ops": rps,
-                  "avg_us": avg, "p50_us": p50, "p99_us": p99}))
+                  "avg_us": avg, "p50_us": p50, "p99_us": p99, "cpu_seconds": cpu_s,
+                  "cpu_us_per_op": cpu_s * 1e6 / ops}))
 PY
