@@ -5,7 +5,7 @@
 #   tests/fuzz/run.sh <target> [seconds]        e.g. tests/fuzz/run.sh wal_frame_reader 60
 #
 # Environment: RDMAREPL_FUZZ_BUILD_DIR (default build-fuzz at the repository root),
-# RDMAREPL_FUZZ_SECONDS (default 30), CXX_FUZZ (default clang++-14, then clang++).
+# RDMAREPL_FUZZ_SECONDS (default 20), CXX_FUZZ (default clang++-14, then clang++).
 # New inputs found during the run go to a scratch corpus in the build directory; the
 # committed seeds under tests/fuzz/corpus/<target>/ are only read. A crash leaves its
 # reproducer as <build>/crash-* and fails the run; replay it with <build>/<target> <file>.
@@ -14,7 +14,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 TARGET=${1:?usage: tests/fuzz/run.sh <target> [seconds]}
-SECONDS_TO_RUN=${2:-${RDMAREPL_FUZZ_SECONDS:-30}}
+SECONDS_TO_RUN=${2:-${RDMAREPL_FUZZ_SECONDS:-20}}
 BUILD=${RDMAREPL_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}
 
 CXX_FUZZ=${CXX_FUZZ:-}
