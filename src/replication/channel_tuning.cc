@@ -177,6 +177,9 @@ tuning::Observation CoreBase::observe_window(WindowState& w) {
   const uint64_t misses = m.region_cache_misses - w.last.region_cache_misses;
   if (hits + misses > 0)
     o.reg_cache_hit_rate = static_cast<double>(hits) / static_cast<double>(hits + misses);
+  // The log's syncs in the window (absent without a log, or when it did not sync).
+  const auto syncs = window_of(m.wal_sync_latency_ns, w.last.wal_sync_latency_ns);
+  if (syncs.count > 0) o.wal_sync_p99_us = static_cast<double>(syncs.percentile(0.99)) / 1e3;
   w.t_ns = now;
   w.last = m;
   w.value_count = vc;

@@ -115,9 +115,13 @@ class RowParser {
   std::optional<Error> error_;
 };
 
-}  // namespace
+// Measured and written, but not (yet) model features: a dataset without them reads as
+// "not measured" (docs/tuning.md, "Dataset format").
+constexpr std::string_view kWalSyncP99 = "wal_sync_p99_us";
+constexpr std::string_view kLinkUtilization = "dev_link_utilization";
 
-std::string dataset_header() {
+// Every column a dataset must have: the features and the outcome.
+std::string required_columns() {
   std::string h;
   for (auto n : feature_names()) {
     if (!h.empty()) h += ',';
@@ -126,6 +130,26 @@ std::string dataset_header() {
   h += fmt::format(",{},{}", kOutBytes, kOutP99);
   return h;
 }
+
+}  // namespace
+
+std::string dataset_header() {
+  std::string h;
+  for (auto n : feature_names()) {
+    if (!h.empty()) h += ',';
+    h += n;
+  }
+  h += fmt::format(",{},{},{},{}", kWalSyncP99, kLinkUtilization, kOutBytes, kOutP99);
+  return h;
+}
+
+namespace {
+
+std::optional<double> recorded(RowParser& p, std::string_view name, bool present) {
+  return present ? p.optional(name) : std::nullopt;
+}
+
+}  // namespace
 
 void write_dataset(std::ostream& out, std::span<const Sample> samples) {
   out << dataset_header() << '\n';
@@ -145,7 +169,8 @@ void write_dataset(std::ostream& out, std::span<const Sample> samples) {
     }
     write_knobs(line, s.observed_under);
     write_knobs(line, s.knobs);
-    line += fmt::format(",{},{}\n", s.outcome.bytes_per_s, s.outcome.latency_p99_us);
+    line += fmt::format(",{},{},{},{}\n", cell(o.wal_sync_p99_us), cell(o.device.link_utilization),
+                        s.outcome.bytes_per_s, s.outcome.latency_p99_us);
     out << line;
   }
 }
@@ -177,7 +202,7 @@ Result<std::vector<Sample>> read_dataset(std::istream& in, const std::string& or
   auto names = split(header);
   std::unordered_map<std::string_view, size_t> col;
   for (size_t i = 0; i < names.size(); ++i) col.emplace(names[i], i);
-  std::string expected = dataset_header();
+  std::string expected = required_columns();
   for (auto need : split(expected)) {
     if (!col.count(need)) {
       return Error(Errc::corrupt,
@@ -187,6 +212,8 @@ Result<std::vector<Sample>> read_dataset(std::istream& in, const std::string& or
     }
   }
 
+  const bool has_sync = col.count(kWalSyncP99) != 0;
+  const bool has_link = col.count(kLinkUtilization) != 0;
   std::vector<Sample> out;
   std::string line;
   size_t lineno = 1;
@@ -222,6 +249,8 @@ Result<std::vector<Sample>> read_dataset(std::istream& in, const std::string& or
     o.device.tx_wait_per_s = p.optional("dev_tx_wait_per_s");
     o.device.retransmits_per_s = p.optional("dev_retransmits_per_s");
     o.device.rnr_naks_per_s = p.optional("dev_rnr_naks_per_s");
+    o.wal_sync_p99_us = recorded(p, kWalSyncP99, has_sync);
+    o.device.link_utilization = recorded(p, kLinkUtilization, has_link);
     s.observed_under = p.knobs("cur_");
     s.knobs = p.knobs("");
     s.outcome.bytes_per_s = p.required(kOutBytes);

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "rdmarepl/core/clock.h"
 
@@ -70,6 +71,16 @@ void add_counters(const std::filesystem::path& dir, DeviceCounterTotals& out) {
 
 }  // namespace
 
+std::optional<double> parse_port_rate(const std::string& text) {
+  std::istringstream in(text);
+  double value = 0;
+  std::string unit;
+  if (!(in >> value >> unit) || !(value > 0)) return std::nullopt;
+  if (unit == "Gb/sec") return value * 1e9 / 8;
+  if (unit == "Mb/sec") return value * 1e6 / 8;
+  return std::nullopt;
+}
+
 DeviceCounterTotals read_device_counters(const std::string& root) {
   namespace fs = std::filesystem;
   DeviceCounterTotals out;
@@ -78,6 +89,10 @@ DeviceCounterTotals read_device_counters(const std::string& root) {
     for (const auto& port : fs::directory_iterator(dev.path() / "ports", ec)) {
       add_counters(port.path() / "counters", out);
       add_counters(port.path() / "hw_counters", out);
+      std::ifstream rate_file(port.path() / "rate");
+      std::string rate;
+      if (std::getline(rate_file, rate))
+        if (auto r = parse_port_rate(rate)) out.link_bytes_per_s += *r;
     }
   }
   return out;
@@ -116,6 +131,8 @@ DeviceRates DeviceCounterSampler::sample(const DeviceCounterTotals& now, uint64_
     r.retransmits_per_s = rate(
         {"packet_seq_err", "local_ack_timeout_err", "out_of_sequence", "implied_nak_seq_err"}, 1.0);
     r.rnr_naks_per_s = rate({"rnr_nak_retry_err"}, 1.0);
+    if (r.tx_bytes_per_s && now.link_bytes_per_s > 0)
+      r.link_utilization = *r.tx_bytes_per_s / now.link_bytes_per_s;
   }
   last_ = now;
   last_ns_ = now_ns;

@@ -395,6 +395,45 @@ TEST_CASE("durability=batch: a batch is neither sent nor committed before its sy
   (*fcore)->close();
 }
 
+TEST_CASE("the tuner's window reports the log's sync latency, and nothing without a log",
+          "[durability]") {
+  TempDir ldir;
+  auto fabric = std::make_shared<LoopbackFabric>();
+  auto o = base_options();
+  o.shards = 1;
+  MapStore fstore, lstore, nstore;
+  auto follower = make(follower_options(o, 31950, ""), fstore, fabric);
+  auto leader = make(leader_options(o, {31950}, ldir.path()), lstore, fabric);
+  (void)leader->observe();  // the window starts here
+  std::vector<Ticket> last;
+  for (int i = 0; i < 50; ++i) {
+    auto w = leader->replicate("k" + std::to_string(i), "v");
+    REQUIRE(w.ok());
+    last.push_back(w.ticket);
+  }
+  REQUIRE(leader->wait(last.back(), 30s).ok());
+  const auto obs = leader->observe();
+  REQUIRE(obs.wal_sync_p99_us.has_value());
+  CHECK(*obs.wal_sync_p99_us > 0);
+  CHECK_FALSE(obs.device.link_utilization.has_value());  // the loopback transport has no port
+  // A window without syncs has no sync latency (absent, not zero).
+  CHECK_FALSE(leader->observe().wal_sync_p99_us.has_value());
+  leader->close();
+  follower->close();
+
+  // The same without a log (another follower: the first holds the first leader's writes).
+  MapStore f2store;
+  auto follower2 = make(follower_options(o, 31951, ""), f2store, fabric);
+  auto no_log = make(leader_options(o, {31951}, ""), nstore, fabric);
+  (void)no_log->observe();
+  auto w = no_log->replicate("x", "y");
+  REQUIRE(w.ok());
+  REQUIRE(no_log->wait(w.ticket, 30s).ok());
+  CHECK_FALSE(no_log->observe().wal_sync_p99_us.has_value());
+  no_log->close();
+  follower2->close();
+}
+
 TEST_CASE("durability=batch with ack_mode none: committed means synced", "[durability]") {
   TempDir ldir;
   auto fabric = std::make_shared<LoopbackFabric>();

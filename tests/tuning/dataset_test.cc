@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "rdmarepl/tuning/dataset.h"
 #include "rdmarepl/tuning/features.h"
@@ -36,11 +38,51 @@ TEST_CASE("dataset CSV round trip keeps every value, and missing stays missing",
   CHECK_FALSE((*back)[0].observation.device.tx_bytes_per_s.has_value());
 }
 
-TEST_CASE("dataset header names features then outcomes", "[tuning]") {
+TEST_CASE("dataset header names features, the measured-only columns, then outcomes", "[tuning]") {
   std::string h = dataset_header();
   CHECK(h.rfind("window_s,lat_p50_us,", 0) == 0);
   CHECK(h.find(",batch_bytes,flush_delay_us,shards,poll_mode,") != std::string::npos);
-  CHECK(h.substr(h.size() - 26) == "out_bytes_per_s,out_p99_us");
+  CHECK(h.substr(h.size() - 63) ==
+        "wal_sync_p99_us,dev_link_utilization,out_bytes_per_s,out_p99_us");
+}
+
+TEST_CASE("the measured-only columns round trip, and a dataset without them still reads",
+          "[tuning]") {
+  auto data = generate_dataset(4, 5, KnobBounds{});
+  data[0].observation.wal_sync_p99_us = 1234.5;
+  data[0].observation.device.link_utilization = 0.25;
+  data[1].observation.wal_sync_p99_us.reset();
+  data[1].observation.device.link_utilization.reset();
+  std::stringstream ss;
+  write_dataset(ss, data);
+  const std::string text = ss.str();
+  auto back = read_dataset(ss, "memory");
+  REQUIRE(back.ok());
+  REQUIRE(*(*back)[0].observation.wal_sync_p99_us == 1234.5);
+  REQUIRE(*(*back)[0].observation.device.link_utilization == 0.25);
+  CHECK_FALSE((*back)[1].observation.wal_sync_p99_us.has_value());
+  CHECK_FALSE((*back)[1].observation.device.link_utilization.has_value());
+
+  // The same rows without those two columns (a dataset written before they existed).
+  std::stringstream old_text;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> cells;
+    std::stringstream cs(line);
+    std::string c;
+    while (std::getline(cs, c, ',')) cells.push_back(c);
+    if (line.back() == ',') cells.emplace_back();
+    cells.erase(cells.end() - 4, cells.end() - 2);  // the two before the outcomes
+    for (size_t i = 0; i < cells.size(); ++i) old_text << (i ? "," : "") << cells[i];
+    old_text << '\n';
+  }
+  auto old_back = read_dataset(old_text, "old");
+  INFO((old_back.ok() ? std::string() : old_back.error().message()));
+  REQUIRE(old_back.ok());
+  REQUIRE(old_back->size() == data.size());
+  CHECK_FALSE((*old_back)[0].observation.wal_sync_p99_us.has_value());
+  CHECK((*old_back)[0].outcome.bytes_per_s == data[0].outcome.bytes_per_s);
 }
 
 TEST_CASE("dataset reader: bad input gives file, line and column", "[tuning]") {

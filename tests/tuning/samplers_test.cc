@@ -80,3 +80,32 @@ TEST_CASE("read_device_counters on a missing root is empty, not an error", "[tun
   DeviceRates r = s.sample();
   CHECK_FALSE(r.tx_bytes_per_s.has_value());
 }
+
+TEST_CASE("port rates parse, and link utilisation is transmitted bytes over them", "[tuning]") {
+  CHECK(*parse_port_rate("100 Gb/sec (4X EDR)") == Approx(12.5e9));
+  CHECK(*parse_port_rate("2.5 Gb/sec (1X SDR)\n") == Approx(312.5e6));
+  CHECK(*parse_port_rate("100 Mb/sec") == Approx(12.5e6));
+  CHECK_FALSE(parse_port_rate("").has_value());
+  CHECK_FALSE(parse_port_rate("fast").has_value());
+  CHECK_FALSE(parse_port_rate("0 Gb/sec").has_value());
+  CHECK_FALSE(parse_port_rate("10 furlongs").has_value());
+
+  TempDir d;
+  fs::path port = d.path / "rxe0" / "ports" / "1";
+  put(port / "counters" / "port_xmit_data", 0);
+  std::ofstream(port / "rate") << "1 Gb/sec (1X SDR)\n";
+  auto totals = read_device_counters(d.path.string());
+  CHECK(totals.link_bytes_per_s == Approx(125e6));
+  DeviceCounterSampler s(d.path.string());
+  (void)s.sample(totals, 1'000'000'000);
+  put(port / "counters" / "port_xmit_data", 12'500'000);  // 50 MB in 4-byte words
+  DeviceRates r = s.sample(read_device_counters(d.path.string()), 2'000'000'000);  // 1 s later
+  REQUIRE(r.link_utilization.has_value());
+  CHECK(*r.link_utilization == Approx(0.4));
+
+  fs::remove(port / "rate");  // no rate: no utilisation, whatever was sent
+  put(port / "counters" / "port_xmit_data", 25'000'000);
+  r = s.sample(read_device_counters(d.path.string()), 3'000'000'000);
+  CHECK(r.tx_bytes_per_s.has_value());
+  CHECK_FALSE(r.link_utilization.has_value());
+}

@@ -58,8 +58,13 @@ def read_dataset(path):
         reader = csv.reader(f)
         header = next(reader)
         names = header[:N_FEATURES]
-        if header[N_FEATURES:N_FEATURES + 2] != ["out_bytes_per_s", "out_p99_us"]:
-            sys.exit(f"{path}: expected {N_FEATURES} features then out_bytes_per_s,out_p99_us")
+        # The features come first; the outcomes are found by name (recorded-only columns,
+        # such as wal_sync_p99_us, may stand between them).
+        if "out_bytes_per_s" not in header or "out_p99_us" not in header:
+            sys.exit(f"{path}: expected {N_FEATURES} features, then out_bytes_per_s and out_p99_us")
+        out_bytes, out_p99 = header.index("out_bytes_per_s"), header.index("out_p99_us")
+        if min(out_bytes, out_p99) < N_FEATURES:
+            sys.exit(f"{path}: expected the {N_FEATURES} features before the outcomes")
         rows, outs = [], []
         for line, cells in enumerate(reader, start=2):
             row = []
@@ -71,7 +76,7 @@ def read_dataset(path):
                 else:
                     row.append(float(cell) if cell not in ("", "nan") else math.nan)
             rows.append(row)
-            outs.append([float(cells[N_FEATURES]), float(cells[N_FEATURES + 1])])
+            outs.append([float(cells[out_bytes]), float(cells[out_p99])])
     return rows, outs, names
 
 

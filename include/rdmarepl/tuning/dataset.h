@@ -13,7 +13,9 @@
 
 namespace rdmarepl::tuning {
 
-// "window_s,lat_p50_us,...,pool_bytes,out_bytes_per_s,out_p99_us" (no newline).
+// "window_s,lat_p50_us,...,pool_bytes,wal_sync_p99_us,dev_link_utilization,out_bytes_per_s,
+// out_p99_us" (no newline): the features (features.h), two measured columns that are not
+// features yet, and the outcome.
 std::string dataset_header();
 
 // Writes the header and one line per sample. Missing optional values are empty cells.
@@ -21,8 +23,9 @@ void write_dataset(std::ostream& out, std::span<const Sample> samples);
 Status write_dataset(const std::string& path, std::span<const Sample> samples);
 
 // Reads a dataset. Columns are matched by name, so their order is free and unknown extra
-// columns are ignored; every column of dataset_header() must be present. An empty cell (or
-// "nan") in an optional column means missing. Errors name the file, line and column.
+// columns are ignored; every feature and outcome column must be present (wal_sync_p99_us and
+// dev_link_utilization may be absent: older datasets lack them). An empty cell (or "nan") in
+// an optional column means missing. Errors name the file, line and column.
 Result<std::vector<Sample>> read_dataset(std::istream& in, const std::string& origin);
 Result<std::vector<Sample>> read_dataset(const std::string& path);
 

@@ -15,6 +15,9 @@ struct DeviceRates {
   std::optional<double>
       retransmits_per_s;                 // hw_counters: packet_seq_err + local_ack_timeout_err ...
   std::optional<double> rnr_naks_per_s;  // hw_counters: rnr_nak_retry_err
+  // Transmitted bytes over the ports' rate (0..1): port_xmit_data x4 per second over the sum
+  // of the ports' `rate` files. Absent when no port states its rate.
+  std::optional<double> link_utilization;
 };
 
 // One window of live numbers. Latencies are replicate-to-ack times. Values the source cannot
@@ -46,6 +49,9 @@ struct Observation {
   std::optional<double> membw_ratio;
   // Registration-cache hit rate (0..1) over the window, when a cache was consulted.
   std::optional<double> reg_cache_hit_rate;
+  // p99 of the channel's write-ahead-log syncs in the window (microseconds): absent without
+  // a log, or when the log did not sync in the window. Successive windows are its history.
+  std::optional<double> wal_sync_p99_us;
 
   DeviceRates device;
 };

@@ -35,7 +35,14 @@ class CpuSampler {
 // (`/sys/class/infiniband/<dev>/ports/<n>/counters/*` and `.../hw_counters/*`).
 struct DeviceCounterTotals {
   std::map<std::string, uint64_t> values;  // counter file name -> sum over ports
+  // The ports' `rate` files ("100 Gb/sec (4X EDR)"), summed, in bytes per second; 0 when no
+  // port states one.
+  double link_bytes_per_s = 0;
 };
+
+// Bytes per second of a sysfs port `rate` ("10 Gb/sec (1X QDR)", "2.5 Gb/sec", "100 Mb/sec"),
+// or std::nullopt when the text is not a rate.
+std::optional<double> parse_port_rate(const std::string& text);
 
 // Reads the counter files under `root`. A missing root or a device without counters gives an
 // empty map, not an error; an unreadable counter file is skipped.
