@@ -24,6 +24,7 @@ int run_follower(const RunOptions& o, const FollowerRole& role) {
   fo.role = replication::Role::follower;
   fo.node_id = "rdmarepl-ycsb-follower";
   fo.listen = {role.listen, role.port};
+  fo.connect_timeout = kRemoteConnectTimeout;
   auto channel = Channel::create(fo, store);
   if (!channel.ok()) {
     fmt::print(stderr, "rdmarepl-ycsb follower: {}\n", channel.error().to_string());
@@ -34,6 +35,7 @@ int run_follower(const RunOptions& o, const FollowerRole& role) {
   so.listen = {role.listen, role.read_port};
   so.pre_shared_key = o.pre_shared_key;
   so.node_id = "rdmarepl-ycsb-follower";
+  so.connect_timeout = kRemoteConnectTimeout;
   auto server = Server::create(so, store, **channel);
   if (!server.ok()) {
     fmt::print(stderr, "rdmarepl-ycsb follower: read server: {}\n", server.error().to_string());

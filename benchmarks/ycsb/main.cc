@@ -111,6 +111,10 @@ int main(int argc, char** argv) {
                  "how the channels' pollers wait: busy, sleep (every 20 us) or blocking (in the "
                  "transport; default)")
       ->check(CLI::IsMember({"busy", "sleep", "blocking"}));
+  uint32_t poll_interval_us = 20;
+  app.add_option("--poll-interval-us", poll_interval_us,
+                 "the channels' idle poller round: sleep (sleep) or longest wait (blocking)")
+      ->check(CLI::Range(1u, 1000000u));
   app.add_flag("--tuning", o.tuning,
                "the leader channel's tuner on (the default XGBoost model); the read path has "
                "no tuner");
@@ -126,6 +130,7 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_out, "also write the results as a JSON array to this file");
   CLI11_PARSE(app, argc, argv);
   o.polling = *from_string<replication::PollingMode>(polling);
+  o.poll_interval = std::chrono::microseconds(poll_interval_us);
   o.transport =
       transport == "verbs" ? transport::TransportKind::verbs : transport::TransportKind::tcp;
   o.consistency = consistency == "at_least" ? reads::Consistency::Kind::at_least

@@ -39,7 +39,10 @@ Status start_local_followers(const RunOptions& o, Nodes& n, replication::Channel
 // one-replica client per read peer reads that process's CPU.
 Status connect_remote_followers(const RunOptions& o, Nodes& n, replication::ChannelOptions& lo) {
   lo.peers = o.peers;
+  lo.connect_timeout = kRemoteConnectTimeout;
   n.client_options.replicas = o.read_peers;
+  n.client_options.connect_timeout = kRemoteConnectTimeout;
+  n.client_options.request_timeout = kRemoteRequestTimeout;
   for (const auto& peer : o.read_peers) {
     reads::ReadClientOptions po = n.client_options;
     po.replicas = {peer};
@@ -85,7 +88,7 @@ replication::ChannelOptions node_options(const RunOptions& o) {
   c.ring_bytes = 8 << 20;
   c.retain_bytes = 32 << 20;
   c.polling = o.polling;
-  c.poll_interval = std::chrono::microseconds(20);
+  c.poll_interval = o.poll_interval;
   c.flush_delay = std::chrono::microseconds(50);
   c.pre_shared_key = o.pre_shared_key;
   return c;

@@ -5,6 +5,7 @@
 // and RunOptions::read_peers (reads).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -19,6 +20,11 @@ namespace rdmarepl::ycsb {
 
 using Channel = replication::ReplicationChannel<Store>;
 using Server = reads::ReadServer<Store>;
+
+// Handshake and request timeouts of remote nodes (both ends), far above the library's
+// defaults: emulated machines (TCG VMs on a shared host) take seconds for a handshake.
+inline constexpr std::chrono::milliseconds kRemoteConnectTimeout{20000};
+inline constexpr std::chrono::milliseconds kRemoteRequestTimeout{10000};
 
 // The channel options every node of a run uses (the follower and leader parts are set by
 // the caller).

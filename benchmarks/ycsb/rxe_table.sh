@@ -15,6 +15,8 @@
 #   --workloads "C"                      YCSB workloads (letters), each a row per size
 #   --sizes "1024 4096 16384"            value bytes
 #   --threads N (8)  --ops N (5000)  --records N (2000)  --timeout S (3000, the whole boot)
+#   --node-args "ARGS"                   more rdmarepl-ycsb flags for every node (e.g.
+#                                        "--poll-interval-us 1000"), the same on all three
 # Exit status 0 only when every row ran, verified (every value read was one the leader wrote
 # for its key), read something, and each follower served reads.
 # Run it under `flock /tmp/rdmarepl-vm.lock` so that it does not share the cores with other
@@ -33,6 +35,7 @@ threads=8
 ops=5000
 records=2000
 timeout_s=3000
+node_args=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --columns) columns="$2"; shift 2 ;;
@@ -42,6 +45,7 @@ while [[ $# -gt 0 ]]; do
     --ops) ops="$2"; shift 2 ;;
     --records) records="$2"; shift 2 ;;
     --timeout) timeout_s="$2"; shift 2 ;;
+    --node-args) node_args="$2"; shift 2 ;;
     --) shift; break ;;
     -h|--help) usage; exit 0 ;;
     *) echo "rxe_table: unknown option '$1' (see --help)" >&2; exit 2 ;;
@@ -89,7 +93,7 @@ while read -r id port transport tuning w size col; do
   d="$shared/\$id"
   mkdir -p "\$d"
   "$ycsb" --role follower --transport \$transport --listen "\$RDMAREPL_RXE_ADDR" \\
-      --port \$port --read-port \$((port + 1)) --psk "$psk" --value \$size \\
+      --port \$port --read-port \$((port + 1)) --psk "$psk" --value \$size $node_args \\
       >"\$d/follower-\$n.out" 2>"\$d/follower-\$n.err" &
   pid=\$!
   while kill -0 \$pid 2>/dev/null && [[ ! -e "\$d/done" ]]; do sleep 0.5; done
@@ -109,14 +113,14 @@ while read -r id port transport tuning w size col; do
     grep -qs '^READY' "\$d/follower-2.out" && grep -qs '^READY' "\$d/follower-3.out" && break
     sleep 0.5
   done
-  flags=()
-  [[ \$tuning -eq 1 ]] && flags+=(--tuning)
+  args=(--role client --transport \$transport --workload \$w --value \$size
+        --distribution uniform --threads $threads --operationcount $ops --recordcount $records
+        --peers ${ips[1]}:\$port,${ips[2]}:\$port
+        --read-peers ${ips[1]}:\$((port + 1)),${ips[2]}:\$((port + 1)) $node_args)
+  [[ \$tuning -eq 1 ]] && args+=(--tuning)
+  echo "rdmarepl-ycsb \${args[*]}" >"\$d/command"
   date +%s >"\$d/start"
-  "$ycsb" --role client --transport \$transport "\${flags[@]}" --workload \$w --value \$size \\
-      --distribution uniform --threads $threads --operationcount $ops --recordcount $records \\
-      --peers ${ips[1]}:\$port,${ips[2]}:\$port \\
-      --read-peers ${ips[1]}:\$((port + 1)),${ips[2]}:\$((port + 1)) \\
-      --psk "$psk" --json "\$d/result.json" >"\$d/client.out" 2>"\$d/client.err"
+  "$ycsb" "\${args[@]}" --psk "$psk" --json "\$d/result.json" >"\$d/client.out" 2>"\$d/client.err"
   rc=\$?
   echo \$rc >"\$d/client.rc"
   date +%s >"\$d/end"
@@ -156,7 +160,7 @@ for i in 0 1 2; do
   fi
 done
 python3 "$here/rxe_table_rows.py" "$plan" "$shared" "$out" \
-  "rxe_table.sh BUILD_DIR OUT_DIR --threads $threads --ops $ops --records $records" || fail=1
+  "rxe_table.sh BUILD_DIR OUT_DIR --threads $threads --ops $ops --records $records${node_args:+ --node-args \"$node_args\"}" || fail=1
 echo "rxe_table: ${elapsed}s wall clock; host at the start: $(cat "$out/uptime-start");" \
      "at the end: $(cat "$out/uptime-end"); $([[ $fail -eq 0 ]] && echo PASS || echo FAIL)"
 exit $fail

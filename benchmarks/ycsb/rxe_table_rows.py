@@ -40,8 +40,7 @@ def main():
         result = read(os.path.join(d, "result.json"))
         followers = [stopped(read(os.path.join(d, f"follower-{n}.out"))) for n in (2, 3)]
         served = [int(f["read_keys"]) if f else None for f in followers]
-        cmd = (f"rdmarepl-ycsb --role client --transport {transport}"
-               f"{' --tuning' if tuning == '1' else ''} --workload {workload} --value {size}")
+        cmd = read(os.path.join(d, "command")).strip()
         row = {"id": rid, "column": col, "transport": transport, "tuning": tuning == "1",
                "workload": workload, "value_bytes": int(size), "client_rc": rc,
                "reads_served": served, "command": cmd}
@@ -73,8 +72,10 @@ def main():
         rows.append(row)
     text = "\n".join(lines)
     print(text)
-    print(f"\ncommand of every row: `{prefix}`; each run: `rdmarepl-ycsb --role client ... "
-          f"--distribution uniform` (see OUT_DIR/table.json, \"command\")")
+    print(f"\ntable: `{prefix}`; each row's client command (without --psk and --json) is in "
+          f"OUT_DIR/table.json, \"command\":")
+    for row in rows:
+        print(f"  {row['id']}: `{row['command']}`")
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(text + "\n")
     with open(os.path.join(out, "table.json"), "w") as f:

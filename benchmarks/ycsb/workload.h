@@ -44,6 +44,8 @@ struct RunOptions {
   uint64_t seed = 1;
   // How every channel's poller waits (busy, sleep: every 20 us, blocking: in the transport).
   replication::PollingMode polling = replication::PollingMode::blocking;
+  // The sleep (sleep) or longest wait (blocking) of an idle poller round.
+  std::chrono::microseconds poll_interval{20};
   // The leader channel's tuner (ChannelOptions::tuning, the default XGBoost tuner). The read
   // path has no tuner: its knobs (ReadClientOptions, ReadServerOptions) stay at defaults.
   bool tuning = false;
