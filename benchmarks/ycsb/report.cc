@@ -28,6 +28,12 @@ Json report(const RunOptions& o, const RunResult& r, const std::string& transpor
   uint64_t total = 0;
   for (const auto& [_, st] : r.ops) total += st.operations;
   j["cpu_us_per_op"] = total > 0 ? r.cpu_seconds * 1e6 / static_cast<double>(total) : 0.0;
+  const tuning::Knobs& k = r.leader_knobs;
+  j["leader_knobs"] = {{"batch_bytes", k.batch_bytes},
+                       {"flush_delay_us", k.flush_delay_us},
+                       {"carriers", k.shards},
+                       {"poll_mode", std::string(to_string(k.poll_mode))},
+                       {"poll_interval_us", k.poll_interval_us}};
   j["verified"] = r.verified();
   j["verified_reads"] = r.verified_reads;
   j["bad_values"] = r.bad_values;
@@ -59,6 +65,11 @@ void print(const Json& j) {
     for (const char* f : {"avg_us", "p50_us", "p95_us", "p99_us", "p999_us"})
       fmt::print("[{}], {}, {:.1f}\n", name, f, st[f].get<double>());
   }
+  const auto& k = j["leader_knobs"];
+  fmt::print("[LEADER], Knobs, batch_bytes {}, flush_delay_us {}, carriers {}, poll {} {} us\n",
+             k["batch_bytes"].get<uint64_t>(), k["flush_delay_us"].get<uint32_t>(),
+             k["carriers"].get<uint32_t>(), k["poll_mode"].get<std::string>(),
+             k["poll_interval_us"].get<uint32_t>());
   fmt::print("[VERIFIED], {}, reads {}, bad {}, stale {}\n", j["verified"].get<bool>(),
              j["verified_reads"].get<uint64_t>(), j["bad_values"].get<uint64_t>(),
              j["stale_reads"].get<uint64_t>());

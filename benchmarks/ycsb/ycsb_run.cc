@@ -183,6 +183,7 @@ Result<RunResult> run(const RunOptions& o) {
   uint64_t total = 0;
   for (const auto& [_, st] : r.ops) total += st.operations;
   r.throughput = static_cast<double>(total) / r.seconds;
+  r.leader_knobs = nodes.leader->knobs();
   r.verified_reads = s.verified;
   r.bad_values = s.bad;
   r.stale_reads = s.stale;

@@ -11,6 +11,7 @@
 
 #include "rdmarepl/core/result.h"
 #include "rdmarepl/metrics/histogram.h"
+#include "rdmarepl/tuning/knobs.h"
 #include "workload.h"
 
 namespace rdmarepl::ycsb {
@@ -31,7 +32,8 @@ struct RunResult {
   double cpu_seconds = 0;
   double cpu_seconds_local = 0;
   double cpu_seconds_remote = 0;
-  uint32_t processes = 1;  // whose CPU cpu_seconds sums
+  uint32_t processes = 1;      // whose CPU cpu_seconds sums
+  tuning::Knobs leader_knobs;  // in force on the leader at the end (moved by --tuning)
   uint64_t verified_reads = 0;
   uint64_t bad_values = 0;   // not a value the leader wrote for that key
   uint64_t stale_reads = 0;  // at_least: older than the client's own last write
