@@ -1,111 +1,55 @@
 // rdmarepl-ycsb: YCSB core workloads (A, B, C, D, F) against replicas that serve reads.
-// A leader and followers run in this process on loopback (TCP or verbs); updates and
-// inserts go through the leader's replicate() (latency: until every follower applied them),
-// reads through ReadClients to the followers. Prints YCSB-style lines and, with --json, a
-// JSON object. docs/benchmarks.md ("YCSB") has the commands and results.
+// Updates and inserts go through the leader's replicate() (latency: until every follower
+// applied them), reads through ReadClients to the followers. Prints YCSB-style lines and,
+// with --json, a JSON array. docs/benchmarks.md ("YCSB") has the commands and results.
+//
+// Roles:
+//   local     (default) the leader, the followers and the clients in this process, on
+//             loopback
+//   follower  one follower and its read server, until SIGTERM (follower_node.h)
+//   client    the leader and the clients; the followers are --peers (replication) and
+//             --read-peers (reads), started with --role follower
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cstdio>
 #include <fstream>
-#include <map>
-#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "follower_node.h"
 #include "rdmarepl/core/enum_text.h"
+#include "report.h"
 #include "ycsb_run.h"
 
 using namespace rdmarepl;
 using namespace rdmarepl::ycsb;
-using Json = nlohmann::ordered_json;
 
 namespace {
 
-Json report(const RunOptions& o, const RunResult& r, const std::string& transport) {
-  Json j;
-  j["workload"] = std::string(1, o.mix.name);
-  j["transport"] = transport;
-  j["value_bytes"] = o.value_bytes;
-  j["threads"] = o.threads;
-  j["clients"] = o.clients;
-  j["followers"] = o.followers;
-  j["records"] = o.record_count;
-  j["operations"] = o.operation_count;
-  j["runtime_ms"] = r.seconds * 1e3;
-  j["throughput_ops"] = r.throughput;
-  j["cpu_seconds"] = r.cpu_seconds;
-  uint64_t total = 0;
-  for (const auto& [_, st] : r.ops) total += st.operations;
-  j["cpu_us_per_op"] = total > 0 ? r.cpu_seconds * 1e6 / static_cast<double>(total) : 0.0;
-  j["verified"] = r.verified();
-  j["verified_reads"] = r.verified_reads;
-  j["bad_values"] = r.bad_values;
-  j["stale_reads"] = r.stale_reads;
-  for (const auto& [name, st] : r.ops) {
-    const auto& h = st.latency_ns;
-    j["ops"][name] = {{"operations", st.operations},
-                      {"failed", st.failed},
-                      {"avg_us", h.mean() / 1e3},
-                      {"p50_us", static_cast<double>(h.p50()) / 1e3},
-                      {"p95_us", static_cast<double>(h.percentile(0.95)) / 1e3},
-                      {"p99_us", static_cast<double>(h.p99()) / 1e3},
-                      {"p999_us", static_cast<double>(h.p999()) / 1e3}};
+// "host:port[,host:port...]"; empty on a malformed list (the caller says what is wrong).
+std::vector<transport::Endpoint> parse_endpoints(const std::string& text) {
+  std::vector<transport::Endpoint> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(pos, end - pos);
+    const size_t colon = item.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == item.size()) return {};
+    const std::string port = item.substr(colon + 1);
+    if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5) return {};
+    const unsigned long p = std::stoul(port);
+    if (p == 0 || p > 65535) return {};
+    out.push_back({item.substr(0, colon), static_cast<uint16_t>(p)});
+    pos = end + 1;
   }
-  return j;
+  return out;
 }
 
-void print(const Json& j) {
-  fmt::print("[OVERALL], Workload, {}, Transport, {}, ValueBytes, {}\n",
-             j["workload"].get<std::string>(), j["transport"].get<std::string>(),
-             j["value_bytes"].get<uint32_t>());
-  fmt::print("[OVERALL], RunTime(ms), {:.0f}\n", j["runtime_ms"].get<double>());
-  fmt::print("[OVERALL], Throughput(ops/sec), {:.0f}\n", j["throughput_ops"].get<double>());
-  fmt::print("[CPU], MicrosecondsPerOperation, {:.1f}\n", j["cpu_us_per_op"].get<double>());
-  for (const auto& [name, st] : j["ops"].items()) {
-    fmt::print("[{}], Operations, {}\n", name, st["operations"].get<uint64_t>());
-    fmt::print("[{}], Failed, {}\n", name, st["failed"].get<uint64_t>());
-    for (const char* f : {"avg_us", "p50_us", "p95_us", "p99_us", "p999_us"})
-      fmt::print("[{}], {}, {:.1f}\n", name, f, st[f].get<double>());
-  }
-  fmt::print("[VERIFIED], {}, reads {}, bad {}, stale {}\n", j["verified"].get<bool>(),
-             j["verified_reads"].get<uint64_t>(), j["bad_values"].get<uint64_t>(),
-             j["stale_reads"].get<uint64_t>());
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"rdmarepl-ycsb: YCSB core workloads against rdmarepl replicas serving reads"};
-  RunOptions o;
-  std::string workloads = "C", transport = "tcp", consistency = "any", json_out, dist;
-  app.add_option("--workload", workloads, "workload letters to run in turn: A B C D F (e.g. AC)");
-  app.add_option("--recordcount", o.record_count, "records loaded before the run");
-  app.add_option("--operationcount", o.operation_count, "operations of each workload");
-  app.add_option("--value", o.value_bytes, "value bytes (e.g. 1024, 4096, 16384)");
-  app.add_option("--threads", o.threads, "client threads")->check(CLI::Range(1u, 256u));
-  app.add_option("--clients", o.clients,
-                 "ReadClients the threads share (1: every thread's gets are coalesced)")
-      ->check(CLI::Range(1u, 256u));
-  app.add_option("--target", o.target_ops, "target operations per second (0: unthrottled)");
-  app.add_option("--followers", o.followers, "followers serving reads")->check(CLI::Range(1u, 8u));
-  app.add_option("--transport", transport, "tcp or verbs")->check(CLI::IsMember({"tcp", "verbs"}));
-  app.add_option("--consistency", consistency, "any, at_least (own writes) or leader")
-      ->check(CLI::IsMember({"any", "at_least"}));
-  app.add_option("--distribution", dist, "override: zipfian, uniform or latest")
-      ->check(CLI::IsMember({"zipfian", "uniform", "latest"}));
-  app.add_option("--seed", o.seed, "random seed");
-  std::string polling = "blocking";
-  app.add_option("--polling", polling,
-                 "how the channels' pollers wait: busy, sleep (every 20 us) or blocking (in the "
-                 "transport; default)")
-      ->check(CLI::IsMember({"busy", "sleep", "blocking"}));
-  app.add_option("--json", json_out, "also write the results as a JSON array to this file");
-  CLI11_PARSE(app, argc, argv);
-  o.polling = *from_string<replication::PollingMode>(polling);
-  o.transport =
-      transport == "verbs" ? transport::TransportKind::verbs : transport::TransportKind::tcp;
-  o.consistency = consistency == "at_least" ? reads::Consistency::Kind::at_least
-                                            : reads::Consistency::Kind::any;
+int run_workloads(RunOptions& o, const std::string& workloads, const std::string& dist,
+                  const std::string& transport, const std::string& json_out) {
   Json all = Json::array();
   bool verified = true;
   for (char w : workloads) {
@@ -128,4 +72,92 @@ int main(int argc, char** argv) {
   }
   if (!json_out.empty()) std::ofstream(json_out) << all.dump(2) << "\n";
   return verified ? 0 : 3;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"rdmarepl-ycsb: YCSB core workloads against rdmarepl replicas serving reads"};
+  RunOptions o;
+  std::string workloads = "C", transport = "tcp", consistency = "any", json_out, dist;
+  std::string role = "local", peers, read_peers;
+  FollowerRole follower;
+  app.add_option("--role", role,
+                 "local (every node in this process), follower (one follower serving reads, "
+                 "until SIGTERM) or client (leader and clients; followers at --peers)")
+      ->check(CLI::IsMember({"local", "follower", "client"}));
+  app.add_option("--workload", workloads, "workload letters to run in turn: A B C D F (e.g. AC)");
+  app.add_option("--recordcount", o.record_count, "records loaded before the run");
+  app.add_option("--operationcount", o.operation_count, "operations of each workload");
+  app.add_option("--value", o.value_bytes,
+                 "value bytes (e.g. 1024, 4096, 16384); a follower accepts values up to this");
+  app.add_option("--threads", o.threads, "client threads")->check(CLI::Range(1u, 256u));
+  app.add_option("--clients", o.clients,
+                 "ReadClients the threads share (1: every thread's gets are coalesced)")
+      ->check(CLI::Range(1u, 256u));
+  app.add_option("--target", o.target_ops, "target operations per second (0: unthrottled)");
+  app.add_option("--followers", o.followers, "in-process followers serving reads (--role local)")
+      ->check(CLI::Range(1u, 8u));
+  app.add_option("--transport", transport, "tcp or verbs")->check(CLI::IsMember({"tcp", "verbs"}));
+  app.add_option("--consistency", consistency, "any, at_least (own writes) or leader")
+      ->check(CLI::IsMember({"any", "at_least"}));
+  app.add_option("--distribution", dist, "override: zipfian, uniform or latest")
+      ->check(CLI::IsMember({"zipfian", "uniform", "latest"}));
+  app.add_option("--seed", o.seed, "random seed");
+  app.add_option("--shards", o.shards, "shards of the channel (every node the same)")
+      ->check(CLI::Range(1u, 64u));
+  std::string polling = "blocking";
+  app.add_option("--polling", polling,
+                 "how the channels' pollers wait: busy, sleep (every 20 us) or blocking (in the "
+                 "transport; default)")
+      ->check(CLI::IsMember({"busy", "sleep", "blocking"}));
+  uint32_t poll_interval_us = 20;
+  app.add_option("--poll-interval-us", poll_interval_us,
+                 "the channels' idle poller round: sleep (sleep) or longest wait (blocking)")
+      ->check(CLI::Range(1u, 1000000u));
+  app.add_flag("--tuning", o.tuning,
+               "the leader channel's tuner on (the default XGBoost model); the read path has "
+               "no tuner");
+  app.add_option("--psk", o.pre_shared_key,
+                 "pre-shared key of every node and read connection (needed to listen on an "
+                 "address other than loopback)");
+  app.add_option("--listen", follower.listen, "follower: the address to listen on");
+  app.add_option("--port", follower.port, "follower: replication port (0: any free one)");
+  app.add_option("--read-port", follower.read_port, "follower: read server port (0: any)");
+  app.add_option("--peers", peers, "client: the followers' replication host:port,...");
+  app.add_option("--read-peers", read_peers,
+                 "client: the followers' read servers host:port,..., in the order of --peers");
+  app.add_option("--json", json_out, "also write the results as a JSON array to this file");
+  CLI11_PARSE(app, argc, argv);
+  o.polling = *from_string<replication::PollingMode>(polling);
+  o.poll_interval = std::chrono::microseconds(poll_interval_us);
+  o.transport =
+      transport == "verbs" ? transport::TransportKind::verbs : transport::TransportKind::tcp;
+  o.consistency = consistency == "at_least" ? reads::Consistency::Kind::at_least
+                                            : reads::Consistency::Kind::any;
+  if (role == "follower") return run_follower(o, follower);
+  if (role == "client") {
+    o.peers = parse_endpoints(peers);
+    o.read_peers = parse_endpoints(read_peers);
+    if (o.peers.empty() || o.read_peers.size() != o.peers.size()) {
+      fmt::print(stderr,
+                 "rdmarepl-ycsb: --role client needs --peers and --read-peers, each a list "
+                 "host:port[,host:port...] with one entry per follower (got '{}' and '{}')\n",
+                 peers, read_peers);
+      return 2;
+    }
+    // Each run loads its records through a new leader, which would refuse followers that
+    // already hold the writes of an earlier run (seqs it does not have).
+    if (workloads.size() != 1) {
+      fmt::print(stderr,
+                 "rdmarepl-ycsb: --role client runs one workload (got '{}'); start fresh "
+                 "followers for each workload\n",
+                 workloads);
+      return 2;
+    }
+  } else if (!peers.empty() || !read_peers.empty()) {
+    fmt::print(stderr, "rdmarepl-ycsb: --peers and --read-peers need --role client\n");
+    return 2;
+  }
+  return run_workloads(o, workloads, dist, transport, json_out);
 }

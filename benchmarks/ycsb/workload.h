@@ -4,11 +4,13 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "generators.h"
 #include "rdmarepl/reads/consistency.h"
 #include "rdmarepl/replication/options.h"
 #include "rdmarepl/transport/kind.h"
+#include "rdmarepl/transport/types.h"
 
 namespace rdmarepl::ycsb {
 
@@ -42,6 +44,16 @@ struct RunOptions {
   uint64_t seed = 1;
   // How every channel's poller waits (busy, sleep: every 20 us, blocking: in the transport).
   replication::PollingMode polling = replication::PollingMode::blocking;
+  // The sleep (sleep) or longest wait (blocking) of an idle poller round.
+  std::chrono::microseconds poll_interval{20};
+  // The leader channel's tuner (ChannelOptions::tuning, the default XGBoost tuner). The read
+  // path has no tuner: its knobs (ReadClientOptions, ReadServerOptions) stay at defaults.
+  bool tuning = false;
+  std::string pre_shared_key;  // every node's and every read connection's
+  // Remote followers (--role client): their replication listeners and their read servers,
+  // in the same order. Empty peers: `followers` followers run in this process.
+  std::vector<transport::Endpoint> peers;
+  std::vector<transport::Endpoint> read_peers;
 };
 
 }  // namespace rdmarepl::ycsb

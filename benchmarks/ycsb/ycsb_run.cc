@@ -2,7 +2,6 @@
 #include "ycsb_run.h"
 
 #include <fmt/format.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <array>
@@ -15,107 +14,23 @@
 #include <unordered_map>
 #include <vector>
 
+#include "nodes.h"
 #include "rdmarepl/core/clock.h"
-#include "rdmarepl/rdmarepl.h"
-#include "rdmarepl/reads/read_client.h"
-#include "rdmarepl/reads/read_server.h"
 #include "value_codec.h"
 
 namespace rdmarepl::ycsb {
 namespace {
 
-// A store whose get() may run while apply() runs.
-struct Store {
-  mutable std::shared_mutex mu;
-  std::unordered_map<std::string, std::string> data;
-  void apply(const replication::Record& r) {
-    std::unique_lock lock(mu);
-    if (r.op == replication::Op::put)
-      data[std::string(r.key)].assign(r.value);
-    else
-      data.erase(std::string(r.key));
-  }
-  bool get(std::string_view key, std::string& out) const {
-    std::shared_lock lock(mu);
-    auto it = data.find(std::string(key));
-    if (it == data.end()) return false;
-    out.assign(it->second);
-    return true;
-  }
-};
-using Channel = replication::ReplicationChannel<Store>;
-using Server = reads::ReadServer<Store>;
-
-std::string key_of(uint64_t i) {
-  return fmt::format("user{}", fnv64(i));
-}
-
-double cpu_now() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
-}
-
-struct Cluster {
-  std::vector<std::unique_ptr<Store>> stores;
-  std::vector<std::unique_ptr<Channel>> followers;
-  std::vector<std::unique_ptr<Server>> servers;
-  Store leader_store;
-  std::unique_ptr<Channel> leader;
-  reads::ReadClientOptions client_options;
-};
-
-replication::ChannelOptions node_options(const RunOptions& o) {
-  replication::ChannelOptions c;
-  c.transport = o.transport;
-  c.shards = o.shards;
-  c.max_value_bytes = std::max<uint32_t>(o.value_bytes, 1024) + 64;
-  c.ring_bytes = 8 << 20;
-  c.retain_bytes = 32 << 20;
-  c.polling = o.polling;
-  c.poll_interval = std::chrono::microseconds(20);
-  c.flush_delay = std::chrono::microseconds(50);
-  return c;
-}
-
-Result<std::unique_ptr<Cluster>> start(const RunOptions& o) {
-  auto c = std::make_unique<Cluster>();
-  replication::ChannelOptions lo = node_options(o);
-  for (uint32_t i = 0; i < o.followers; ++i) {
-    c->stores.push_back(std::make_unique<Store>());
-    replication::ChannelOptions fo = node_options(o);
-    fo.role = replication::Role::follower;
-    fo.listen = {"127.0.0.1", 0};
-    auto f = Channel::create(fo, *c->stores.back());
-    if (!f.ok()) return std::move(f).error();
-    c->followers.push_back(std::move(*f));
-    lo.peers.push_back(c->followers.back()->local_endpoint());
-    reads::ReadServerOptions so;
-    so.transport = o.transport;
-    so.listen = {"127.0.0.1", 0};
-    auto s = Server::create(so, *c->stores.back(), *c->followers.back());
-    if (!s.ok()) return std::move(s).error();
-    c->client_options.replicas.push_back((*s)->local_endpoint());
-    c->servers.push_back(std::move(*s));
-  }
-  auto l = Channel::create(lo, c->leader_store);
-  if (!l.ok()) return std::move(l).error();
-  c->leader = std::move(*l);
-  c->client_options.transport = o.transport;
-  return c;
-}
-
 // What the client threads share.
 struct Shared {
-  Shared(const RunOptions& opts, Cluster& c)
+  Shared(const RunOptions& opts, Nodes& n)
       : o(opts),
-        cluster(c),
+        cluster(n),
         chooser(opts.mix.distribution, opts.record_count),
         capacity(opts.record_count + opts.operation_count),
         versions(std::make_unique<std::atomic<uint64_t>[]>(capacity)) {}
   const RunOptions& o;
-  Cluster& cluster;
+  Nodes& cluster;
   KeyChooser chooser;
   uint64_t capacity;
   std::unique_ptr<std::atomic<uint64_t>[]> versions;
@@ -217,20 +132,30 @@ void client_thread(Shared& s, uint32_t t, reads::ReadClient& client) {
 }  // namespace
 
 Result<RunResult> run(const RunOptions& o) {
-  auto cluster = start(o);
+  auto cluster = start_nodes(o);
   if (!cluster.ok()) return std::move(cluster).error();
-  Shared s(o, **cluster);
-  for (uint64_t i = 0; i < o.record_count; ++i) (void)write(s, i);
+  Nodes& nodes = **cluster;
+  Shared s(o, nodes);
+  uint64_t load_failures = 0;
+  for (uint64_t i = 0; i < o.record_count; ++i)
+    if (write(s, i).seq == 0) ++load_failures;
+  if (load_failures > 0)
+    return Error(Errc::timeout,
+                 fmt::format("load: {} of {} writes were not accepted by the leader (stalled: a "
+                             "follower stopped acknowledging); see the leader's log",
+                             load_failures, o.record_count));
   s.inserted = o.record_count;
-  RDMAREPL_TRY((*cluster)->leader->wait_all_acked(std::chrono::seconds(120)));
+  RDMAREPL_TRY(nodes.leader->wait_all_acked(std::chrono::seconds(120)));
   // Clients connect (and register their buffers) before the clock starts.
   std::vector<std::unique_ptr<reads::ReadClient>> clients;
   for (uint32_t t = 0; t < std::min(o.clients, o.threads); ++t) {
-    auto c = reads::ReadClient::connect((*cluster)->client_options);
+    auto c = reads::ReadClient::connect(nodes.client_options);
     if (!c.ok()) return std::move(c).error();
     clients.push_back(std::move(*c));
   }
-  const double cpu0 = cpu_now();
+  auto remote0 = nodes.remote_cpu_seconds();
+  if (!remote0.ok()) return std::move(remote0).error();
+  const double cpu0 = process_cpu_seconds();
   const uint64_t t0 = mono_ns();
   std::vector<std::thread> threads;
   for (uint32_t t = 0; t < o.threads; ++t)
@@ -238,7 +163,12 @@ Result<RunResult> run(const RunOptions& o) {
   for (auto& t : threads) t.join();
   RunResult r;
   r.seconds = static_cast<double>(mono_ns() - t0) * 1e-9;
-  r.cpu_seconds = cpu_now() - cpu0;
+  r.cpu_seconds_local = process_cpu_seconds() - cpu0;
+  auto remote1 = nodes.remote_cpu_seconds();
+  if (!remote1.ok()) return std::move(remote1).error();
+  r.cpu_seconds_remote = *remote1 - *remote0;
+  r.cpu_seconds = r.cpu_seconds_local + r.cpu_seconds_remote;
+  r.processes = nodes.remote() ? 1 + static_cast<uint32_t>(o.read_peers.size()) : 1;
   auto put = [&](const char* name, const metrics::Histogram& h, uint64_t failed) {
     OpStats st;
     st.latency_ns = h.snapshot();
@@ -253,10 +183,11 @@ Result<RunResult> run(const RunOptions& o) {
   uint64_t total = 0;
   for (const auto& [_, st] : r.ops) total += st.operations;
   r.throughput = static_cast<double>(total) / r.seconds;
+  r.leader_knobs = nodes.leader->knobs();
   r.verified_reads = s.verified;
   r.bad_values = s.bad;
   r.stale_reads = s.stale;
-  for (auto& srv : (*cluster)->servers) srv->close();
+  nodes.close();
   return r;
 }
 

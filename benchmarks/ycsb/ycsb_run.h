@@ -1,7 +1,8 @@
-// One YCSB run in this process: a leader channel and followers (TCP or verbs on loopback),
-// a ReadServer on each follower, and client threads that share `clients` ReadClients (one by
-// default: concurrent gets are coalesced into shared messages). Updates and inserts go
-// through the leader's replicate(); reads go to the followers.
+// One YCSB run: a leader channel in this process and followers with a ReadServer each
+// (in this process on loopback, or remote follower processes: nodes.h), and client threads
+// that share `clients` ReadClients (one by default: concurrent gets are coalesced into
+// shared messages). Updates and inserts go through the leader's replicate(); reads go to
+// the followers.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 
 #include "rdmarepl/core/result.h"
 #include "rdmarepl/metrics/histogram.h"
+#include "rdmarepl/tuning/knobs.h"
 #include "workload.h"
 
 namespace rdmarepl::ycsb {
@@ -23,8 +25,15 @@ struct OpStats {
 struct RunResult {
   std::map<std::string, OpStats> ops;  // "READ", "UPDATE", "INSERT", "READ-MODIFY-WRITE"
   double seconds = 0;
-  double throughput = 0;   // operations per second, every type
-  double cpu_seconds = 0;  // user + system of this process (every node of the run)
+  double throughput = 0;  // operations per second, every type
+  // User + system CPU over the timed window: this process (with in-process followers, every
+  // node of the run) plus, with remote followers, each follower process's (read from it
+  // before and after the window, nodes.h).
+  double cpu_seconds = 0;
+  double cpu_seconds_local = 0;
+  double cpu_seconds_remote = 0;
+  uint32_t processes = 1;      // whose CPU cpu_seconds sums
+  tuning::Knobs leader_knobs;  // in force on the leader at the end (moved by --tuning)
   uint64_t verified_reads = 0;
   uint64_t bad_values = 0;   // not a value the leader wrote for that key
   uint64_t stale_reads = 0;  // at_least: older than the client's own last write
