@@ -1,6 +1,6 @@
 // Admission of arriving connections to the bootstrap handshake (docs/transport.md,
-// "Handshake admission"), for the listeners that run it: TCP and verbs with the TCP
-// bootstrap (socket_arrivals.h). Connections
+// "Handshake admission"), for every listener that runs it: TCP, verbs with the TCP bootstrap
+// (socket_arrivals.h) and verbs over RDMA CM (transport/verbs/cm_listener.cc). Connections
 // are taken as soon as they arrive and held, each with its own deadline (connect_timeout
 // from its arrival), until the peer sends its first bytes; only then does a thread run the
 // handshake on it. So a peer that connects and stays silent never occupies a handshake
