@@ -162,13 +162,15 @@ class Listener {
   virtual ~Listener() = default;
   // Waits for one peer and runs the handshake. A peer that fails the handshake (bad key,
   // garbage) is refused and reported in the returned error; the listener stays usable.
-  // Thread-safe on the socket-based listeners: several threads may accept at once, each
-  // running its own handshake; a peer that has sent nothing never reaches one of them
+  // Thread-safe on the TCP and verbs listeners (RDMA CM included): several threads may
+  // accept at once, each running its own handshake; a peer that has sent nothing never
+  // reaches one of them, and connections closed before a handshake (silent, over the
+  // limits, an RDMA CM request that is not ours) are logged and counted, not returned
   // (docs/transport.md, "Handshake admission").
   virtual Result<std::unique_ptr<Connection>> accept(const ConnectionOptions& options,
                                                      std::chrono::milliseconds timeout) = 0;
   [[nodiscard]] virtual Endpoint local_endpoint() const = 0;
-  // Whether several threads may call accept() at once (the socket-based listeners).
+  // Whether several threads may call accept() at once (the TCP and verbs listeners).
   [[nodiscard]] virtual bool accepts_concurrently() const noexcept { return false; }
 };
 

@@ -1,8 +1,6 @@
 #include "transport/bootstrap/admission.h"
 
 #include <fmt/format.h>
-#include <poll.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -41,72 +39,86 @@ Admission::~Admission() = default;
 
 Result<Admitted> Admission::next(const ConnectionOptions& o, Deadline wait) {
   std::vector<pollfd> fds;
-  std::vector<uint64_t> ids;  // Held::id of fds[i + 1]
+  std::vector<Watched> watched;  // fds[0] is the arrivals' descriptor
+  std::vector<std::unique_ptr<Pending>> closing;
   for (;;) {
     Duration slice{};
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
       expire(o);
-      accept_all(o);
-      fds.assign(1, pollfd{listen_fd_, POLLIN, 0});
-      ids.clear();
+      accept_all(lock, o);
+      fds.assign(1, pollfd{arrivals_->fd(), POLLIN, 0});
+      watched.clear();
       slice = std::min<Duration>(wait.remaining(), kPollSlice);
       const auto now = Clock::now();
       for (const Held& h : held_) {
         // One handshake at a time per address: the others wait here, unpolled.
         if (peers_[h.host].running != 0) continue;
-        fds.push_back(pollfd{h.fd.get(), POLLIN, 0});
-        ids.push_back(h.id);
+        const size_t first = fds.size();
+        h.conn->watch(fds);
+        watched.push_back(Watched{h.id, first, fds.size() - first});
         slice = std::max<Duration>(Duration::zero(),
-                                   std::min<Duration>(slice, h.accepted + o.connect_timeout - now));
+                                   std::min<Duration>(slice, h.arrived + o.connect_timeout - now));
       }
+      closing.swap(closing_);
     }
+    closing.clear();  // closed without the lock
     // Polled without the lock: other threads accept, expire and finish meanwhile.
     const int ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(slice).count());
     const int rc = ::poll(fds.data(), fds.size(), ms);
-    if (rc < 0 && errno != EINTR) return errno_error(errno, "poll() on a listening socket");
+    if (rc < 0 && errno != EINTR) return errno_error(errno, "poll() on a listener");
     std::lock_guard lock(mu_);
-    for (size_t k = 1; rc > 0 && k < fds.size(); ++k) {
-      if (fds[k].revents == 0) continue;
-      // The peer spoke (or hung up: the handshake then reports it), unless another thread
-      // took or closed its connection meanwhile.
-      auto it = std::find_if(held_.begin(), held_.end(),
-                             [&](const Held& h) { return h.id == ids[k - 1]; });
-      if (it == held_.end() || peers_[it->host].running != 0) continue;
+    for (const Watched& w : watched) {
+      if (rc <= 0) break;
+      const std::span<const pollfd> polled(fds.data() + w.first, w.count);
+      if (std::none_of(polled.begin(), polled.end(), [](const pollfd& p) { return p.revents; }))
+        continue;
+      // Unless another thread took or closed the connection meanwhile, ask it whether its
+      // peer spoke (or left: the handshake then reports it).
+      auto it =
+          std::find_if(held_.begin(), held_.end(), [&](const Held& h) { return h.id == w.id; });
+      if (it == held_.end() || peers_[it->host].running != 0 || !it->conn->spoke(polled)) continue;
       Held h = std::move(*it);
       held_.erase(it);
       ++peers_[h.host].running;
-      return Admitted{std::move(h.fd), std::move(h.host),
-                      Deadline::after(h.accepted + o.connect_timeout - Clock::now())};
+      return Admitted{std::move(h.conn), std::move(h.host),
+                      Deadline::after(h.arrived + o.connect_timeout - Clock::now())};
     }
     if (wait.expired()) return Error(Errc::timeout, "no peer connected");
   }
 }
 
-void Admission::accept_all(const ConnectionOptions& o) {
+void Admission::accept_all(std::unique_lock<std::mutex>& lock, const ConnectionOptions& o) {
   for (;;) {
-    Fd fd(::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (!fd.valid()) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      return;  // EAGAIN: the backlog is empty (other errors: tried again on the next call)
-    }
-    std::string address = peer_address(fd.get());
-    std::string host = host_of(address);
+    Arrivals::Arrival a = arrivals_->next();
+    if (!a.conn) return;  // nothing more has arrived
+    std::string host = host_of(a.address);
     const std::string why = refusal(host, o);
     if (!why.empty()) {
-      log::warn("rdmarepl listener {}: closed the connection from {} at once: {}", local_, address,
-                why);
+      log::warn("rdmarepl listener {}: closed the connection from {} at once: {}", local_,
+                a.address, why);
       count(o.counters.refused);
-      continue;  // fd closes here
+      continue;  // a.conn closes here
     }
-    if (!tune_socket(fd.get()).ok()) continue;
     if (in_flight_ >= o.max_handshakes) evict_oldest(o);
     Record& r = peers_[host];
-    ++r.in_flight;
+    ++r.in_flight;  // its place is taken while it is readied (refusal() counts it)
     r.last_seen = Clock::now();
     ++in_flight_;
-    held_.push_back(
-        Held{std::move(fd), std::move(host), std::move(address), Clock::now(), ++next_id_});
+    const auto arrived = Clock::now();
+    lock.unlock();
+    Status readied = a.conn->hold(o);
+    if (!readied.ok()) a.conn.reset();  // closed without the lock
+    lock.lock();
+    Held h{std::move(a.conn), std::move(host), std::move(a.address), arrived, ++next_id_};
+    if (!readied.ok()) {
+      log::warn("rdmarepl listener {}: closed the connection from {}: {}", local_, h.address,
+                readied.error().message());
+      count(o.counters.refused);
+      drop(h);
+      continue;
+    }
+    held_.push_back(std::move(h));
   }
 }
 
@@ -136,19 +148,16 @@ void Admission::expire(const ConnectionOptions& o) {
   const auto now = Clock::now();
   for (size_t i = 0; i < held_.size();) {
     Held& h = held_[i];
-    if (now < h.accepted + o.connect_timeout) {
+    if (now < h.arrived + o.connect_timeout) {
       ++i;
       continue;
     }
     log::warn(
         "rdmarepl listener {}: handshake with {} timed out: it sent nothing in {} ms "
         "(connect_timeout); closing it",
-        local_, h.address, ms_between(h.accepted, now));
+        local_, h.address, ms_between(h.arrived, now));
     count(o.counters.timeouts);
-    Record& r = peers_[h.host];
-    --r.in_flight;
-    --in_flight_;
-    fail(r);
+    drop(h);
     held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(i));
   }
 }
@@ -159,13 +168,18 @@ void Admission::evict_oldest(const ConnectionOptions& o) {
   log::warn(
       "rdmarepl listener {}: closed the connection from {}: it sent nothing in {} ms and "
       "{} connections are in their handshake (max_handshakes); a newer one takes its place",
-      local_, h.address, ms_between(h.accepted, Clock::now()), in_flight_);
+      local_, h.address, ms_between(h.arrived, Clock::now()), in_flight_);
   count(o.counters.refused);
+  drop(h);
+  held_.erase(held_.begin());
+}
+
+void Admission::drop(Held& h) {
   Record& r = peers_[h.host];
   --r.in_flight;
   --in_flight_;
   fail(r);
-  held_.erase(held_.begin());
+  if (h.conn) closing_.push_back(std::move(h.conn));
 }
 
 void Admission::finished(const std::string& host, Outcome outcome, const ConnectionOptions& o) {

@@ -1,9 +1,10 @@
-// Admission of accepted TCP connections to the bootstrap handshake, for the socket-based
-// listeners (docs/transport.md, "Handshake admission"). Connections are accepted as soon as
-// they arrive and held, each with its own deadline (connect_timeout from its accept), until
-// the peer sends its first bytes; only then does a thread run the handshake on it. So a
-// peer that connects and stays silent never occupies a handshake thread, and never delays
-// another peer. Limits:
+// Admission of arriving connections to the bootstrap handshake (docs/transport.md,
+// "Handshake admission"), for every listener that runs it: TCP, verbs with the TCP bootstrap
+// (socket_arrivals.h) and verbs over RDMA CM (transport/verbs/cm_listener.cc). Connections
+// are taken as soon as they arrive and held, each with its own deadline (connect_timeout
+// from its arrival), until the peer sends its first bytes; only then does a thread run the
+// handshake on it. So a peer that connects and stays silent never occupies a handshake
+// thread, and never delays another peer. Limits:
 //   - at most max_handshakes connections held or in their handshake at once: when full, a
 //     new connection takes the place of the oldest held one (silent the longest), which is
 //     closed; once half of max_handshakes is in use, at most a quarter of it (at least 1)
@@ -17,11 +18,18 @@
 //     counting it would lock out other peers at the same address (a deposed leader retrying
 //     beside the leader that replaced it on the same host).
 // Every connection closed here is logged with the peer's address and counted.
+//
+// What a connection is depends on the listener: Admission sees it through Pending (one
+// arrived connection) and Arrivals (where they arrive), both pollable.
 #pragma once
+
+#include <poll.h>
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -29,7 +37,6 @@
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/result.h"
 #include "rdmarepl/transport/transport.h"
-#include "transport/bootstrap/socket.h"
 
 namespace rdmarepl::transport::bootstrap {
 
@@ -38,9 +45,41 @@ inline constexpr std::chrono::seconds kFirstBackoff{1};
 inline constexpr std::chrono::seconds kMaxBackoff{60};
 inline constexpr size_t kMaxTrackedAddresses = 4096;
 
+// One arrived connection, from its arrival until it is handed to a handshake thread.
+// Destroying it closes the connection (a TCP socket is closed; an RDMA CM request is
+// rejected, an accepted one disconnected), unless its owner took it over.
+class Pending {
+ public:
+  virtual ~Pending() = default;
+  // Admitted: readies the connection to be held (TCP: socket options; RDMA CM: the queue
+  // pair, its buffers and receives, rdma_accept). Called without Admission's lock. An
+  // error closes the connection; it counts as a failed handshake of its address.
+  virtual Status hold(const ConnectionOptions& o) = 0;
+  // Appends the descriptors that turn readable when the peer may have spoken or left.
+  virtual void watch(std::vector<pollfd>& out) const = 0;
+  // Some of those descriptors (`polled`, with their revents, in watch()'s order) turned
+  // readable: consumes what woke them and says whether the peer spoke or left, so that its
+  // handshake can run (or report that it left).
+  virtual bool spoke(std::span<const pollfd> polled) = 0;
+};
+
+// Where connections arrive: a listening socket, an RDMA CM listener's event channel.
+class Arrivals {
+ public:
+  struct Arrival {
+    std::unique_ptr<Pending> conn;  // null: none is waiting
+    std::string address;            // the peer's host:port
+  };
+  virtual ~Arrivals() = default;
+  // Readable when next() may return a connection.
+  [[nodiscard]] virtual int fd() const noexcept = 0;
+  // The next connection that arrived; never blocks. Called under Admission's lock.
+  virtual Arrival next() = 0;
+};
+
 // A connection whose peer has spoken, ready for its handshake.
 struct Admitted {
-  Fd fd;
+  std::unique_ptr<Pending> conn;
   std::string host;  // the peer's address without the port: the key of the limits
   Deadline deadline = Deadline::never();
 };
@@ -49,8 +88,9 @@ class Admission {
  public:
   enum class Outcome : uint8_t { ok, timeout, failed, declined };
 
-  // `listen_fd` (non-blocking, owned by the caller) and `local` (for log lines).
-  Admission(int listen_fd, std::string local) : listen_fd_(listen_fd), local_(std::move(local)) {}
+  // `local` names the listener in log lines.
+  Admission(std::unique_ptr<Arrivals> arrivals, std::string local)
+      : arrivals_(std::move(arrivals)), local_(std::move(local)) {}
   ~Admission();
   Admission(const Admission&) = delete;
   Admission& operator=(const Admission&) = delete;
@@ -64,36 +104,49 @@ class Admission {
 
  private:
   struct Held {
-    Fd fd;
+    std::unique_ptr<Pending> conn;
     std::string host;
     std::string address;  // host:port, for log lines
-    Clock::time_point accepted;
-    uint64_t id = 0;  // tells a held connection from a later one with the same descriptor
+    Clock::time_point arrived;
+    uint64_t id = 0;  // tells a held connection from a later one in the same place
   };
   struct Record {
-    uint32_t in_flight = 0;  // held or in their handshake
+    uint32_t in_flight = 0;  // held, being readied to be held, or in their handshake
     uint32_t running = 0;    // in their handshake
     uint32_t failures = 0;   // consecutive
     Clock::time_point backoff_until{};
     Clock::time_point last_seen{};
   };
+  // Which pollfds of one next() round belong to which held connection.
+  struct Watched {
+    uint64_t id = 0;
+    size_t first = 0;
+    size_t count = 0;
+  };
 
-  // Accepts everything the backlog holds; closes what the limits refuse. Caller holds mu_.
-  void accept_all(const ConnectionOptions& o);
+  // Takes everything that arrived; closes what the limits refuse. Unlocks `lock` while a
+  // connection is readied to be held.
+  void accept_all(std::unique_lock<std::mutex>& lock, const ConnectionOptions& o);
   // Why a new connection from `host` is closed at once (empty: admitted). Caller holds mu_.
   std::string refusal(const std::string& host, const ConnectionOptions& o);
   // Closes held connections past their deadline. Caller holds mu_.
   void expire(const ConnectionOptions& o);
   // Closes the oldest held connection to make room for a new one. Caller holds mu_.
   void evict_oldest(const ConnectionOptions& o);
+  // Releases the place of `h` (taken out of held_), counts a failure of its address and
+  // queues it for closing. Caller holds mu_.
+  void drop(Held& h);
   // One more failure of `r` (starts or extends its backoff). Caller holds mu_.
   void fail(Record& r);
   void forget_idle();  // bounds peers_; caller holds mu_
 
   std::mutex mu_;
-  int listen_fd_;
+  std::unique_ptr<Arrivals> arrivals_;
   std::string local_;
   std::vector<Held> held_;
+  // Dropped connections, destroyed by next() after it released the lock (closing an RDMA
+  // CM connection destroys a queue pair and its queues).
+  std::vector<std::unique_ptr<Pending>> closing_;
   std::unordered_map<std::string, Record> peers_;
   uint32_t in_flight_ = 0;
   uint64_t next_id_ = 0;

@@ -10,6 +10,7 @@
 #include "transport/bootstrap/admission.h"
 #include "transport/bootstrap/handshake.h"
 #include "transport/bootstrap/socket.h"
+#include "transport/bootstrap/socket_arrivals.h"
 
 namespace rdmarepl::transport::tcp {
 namespace {
@@ -84,7 +85,7 @@ class TcpListener final : public Listener {
       : fd_(std::move(fd)),
         local_(std::move(local)),
         registry_(std::move(registry)),
-        admission_(fd_.get(), local_.to_string()) {}
+        admission_(std::make_unique<bootstrap::SocketArrivals>(fd_.get()), local_.to_string()) {}
 
   // Several threads may call this at once (bootstrap::Admission hands each a peer that
   // spoke); the handshake must end connect_timeout after the peer was accepted.
@@ -94,7 +95,7 @@ class TcpListener final : public Listener {
     auto peer = admission_.next(options, Deadline::after(timeout));
     if (!peer) return std::move(peer).error();
     bool declined = false;
-    auto conn = establish(std::move(peer->fd), bootstrap::Role::responder,
+    auto conn = establish(bootstrap::take_socket(*peer), bootstrap::Role::responder,
                           bootstrap::declining(options, declined), registry_, peer->deadline);
     admission_.finished(peer->host, bootstrap::outcome_of(conn, declined), options);
     return conn;

@@ -3,7 +3,8 @@
 // TCP) runs over the QP itself (cm_pipe.h) and yields the peer's node id, regions and
 // app_data. Our QP is created by us on the transport's PD (not by rdma_create_qp, whose
 // context would be librdmacm's own), so both sides drive the QP through the states with
-// rdma_init_qp_attr: the passive side goes to RTR before rdma_accept and to RTS on
+// rdma_init_qp_attr: the passive side goes to RTR before rdma_accept (its listener then
+// holds it until the peer's first handshake write arrives, cm_listener.cc) and to RTS on
 // ESTABLISHED; the active side goes to RTR and RTS on CONNECT_RESPONSE, then rdma_establish.
 #include "transport/verbs/cm.h"
 
@@ -71,41 +72,6 @@ rdma_conn_param conn_param(const TransportState& s, const ibv_qp& qp,
   return param;
 }
 
-std::string cm_peer_address(rdma_cm_id* id) {
-  char addr[INET6_ADDRSTRLEN] = "?";
-  auto* peer = reinterpret_cast<sockaddr_in*>(rdma_get_peer_addr(id));
-  inet_ntop(AF_INET, &peer->sin_addr, addr, sizeof addr);
-  return fmt::format("{}:{}", addr, ntohs(rdma_get_dst_port(id)));
-}
-
-Result<sockaddr_storage> resolve(const Endpoint& where) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* res = nullptr;
-  const std::string port = std::to_string(where.port);
-  const char* host = where.host.empty() ? nullptr : where.host.c_str();
-  if (host == nullptr) hints.ai_flags |= AI_PASSIVE;
-  if (int rc = getaddrinfo(host, port.c_str(), &hints, &res); rc != 0) {
-    return Error(Errc::invalid_argument,
-                 fmt::format("cannot resolve {}: {}", where.to_string(), gai_strerror(rc)));
-  }
-  sockaddr_storage ss{};
-  std::memcpy(&ss, res->ai_addr, res->ai_addrlen);
-  freeaddrinfo(res);
-  return ss;
-}
-
-Result<CmChannelHandle> make_channel() {
-  CmChannelHandle ch(rdma_create_event_channel());
-  if (!ch)
-    return errno_error(errno, "rdma_create_event_channel (RDMA CM; /dev/infiniband/rdma_cm)");
-  int flags = fcntl(ch->fd, F_GETFL);
-  if (fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK) != 0)
-    return errno_error(errno, "fcntl(O_NONBLOCK)");
-  return ch;
-}
-
 struct Event {
   rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
   int status = 0;
@@ -163,48 +129,42 @@ Status same_device(const TransportState& s, rdma_cm_id* id, std::string_view wha
   return {};
 }
 
-class CmListener final : public Listener {
- public:
-  CmListener(std::shared_ptr<TransportState> state, CmChannelHandle ch, CmIdHandle id,
-             Endpoint local)
-      : state_(std::move(state)),
-        channel_(std::move(ch)),
-        id_(std::move(id)),
-        local_(std::move(local)) {}
-
-  Result<std::unique_ptr<Connection>> accept(const ConnectionOptions& options,
-                                             std::chrono::milliseconds timeout) override {
-    auto req = expect(channel_.get(), RDMA_CM_EVENT_CONNECT_REQUEST, Deadline::after(timeout),
-                      fmt::format("RDMA CM listener {}", local_.to_string()));
-    if (!req) return req.error();
-    CmIdHandle child(req->id);
-    auto ch = make_channel();
-    if (!ch) {
-      (void)rdma_reject(child.get(), nullptr, 0);
-      return ch.error();
-    }
-    // The child's events (ESTABLISHED, DISCONNECTED) go to a channel of its own.
-    if (rdma_migrate_id(child.get(), ch->get()) != 0) {
-      (void)rdma_reject(child.get(), nullptr, 0);
-      return errno_error(errno, "rdma_migrate_id");
-    }
-    // `timeout` bounds the wait for a request; the set-up has connect_timeout, as over TCP.
-    auto conn = VerbsConnection::establish_cm_passive(state_, std::move(*ch), std::move(child),
-                                                      req->private_data, options,
-                                                      Deadline::after(options.connect_timeout));
-    if (!conn) return conn.error();
-    return std::unique_ptr<Connection>(std::move(*conn));
-  }
-  [[nodiscard]] Endpoint local_endpoint() const override { return local_; }
-
- private:
-  std::shared_ptr<TransportState> state_;
-  CmChannelHandle channel_;
-  CmIdHandle id_;  // destroyed before its channel
-  Endpoint local_;
-};
-
 }  // namespace
+
+std::string cm_peer_address(rdma_cm_id* id) {
+  char addr[INET6_ADDRSTRLEN] = "?";
+  auto* peer = reinterpret_cast<sockaddr_in*>(rdma_get_peer_addr(id));
+  inet_ntop(AF_INET, &peer->sin_addr, addr, sizeof addr);
+  return fmt::format("{}:{}", addr, ntohs(rdma_get_dst_port(id)));
+}
+
+Result<sockaddr_storage> cm_resolve(const Endpoint& where) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  const std::string port = std::to_string(where.port);
+  const char* host = where.host.empty() ? nullptr : where.host.c_str();
+  if (host == nullptr) hints.ai_flags |= AI_PASSIVE;
+  if (int rc = getaddrinfo(host, port.c_str(), &hints, &res); rc != 0) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("cannot resolve {}: {}", where.to_string(), gai_strerror(rc)));
+  }
+  sockaddr_storage ss{};
+  std::memcpy(&ss, res->ai_addr, res->ai_addrlen);
+  freeaddrinfo(res);
+  return ss;
+}
+
+Result<CmChannelHandle> cm_make_channel() {
+  CmChannelHandle ch(rdma_create_event_channel());
+  if (!ch)
+    return errno_error(errno, "rdma_create_event_channel (RDMA CM; /dev/infiniband/rdma_cm)");
+  int flags = fcntl(ch->fd, F_GETFL);
+  if (fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK) != 0)
+    return errno_error(errno, "fcntl(O_NONBLOCK)");
+  return ch;
+}
 
 Status VerbsConnection::modify_from_cm(ibv_qp_state target) {
   ibv_qp_attr attr{};
@@ -276,9 +236,10 @@ Status VerbsConnection::cm_handshake(CmPipe& pipe, bootstrap::Role role,
   return {};
 }
 
-Result<std::unique_ptr<VerbsConnection>> VerbsConnection::establish_cm_passive(
+Result<std::unique_ptr<VerbsConnection>> VerbsConnection::cm_accept(
     std::shared_ptr<TransportState> state, CmChannelHandle channel, CmIdHandle id,
-    std::span<const uint8_t> request, const ConnectionOptions& options, Deadline deadline) {
+    std::span<const uint8_t> request, const ConnectionOptions& options,
+    std::unique_ptr<CmPipe>& pipe) {
   std::unique_ptr<VerbsConnection> c(new VerbsConnection(std::move(state)));
   c->cm_channel_ = std::move(channel);
   c->cm_id_ = std::move(id);
@@ -291,19 +252,28 @@ Result<std::unique_ptr<VerbsConnection>> VerbsConnection::establish_cm_passive(
   };
   auto landing = decode_private(request, c->name_);
   if (!landing) return reject(landing.error());
-  auto pipe = c->cm_prepare(options);
-  if (!pipe) return reject(pipe.error());
-  (*pipe)->set_peer_landing(*landing);
+  auto prepared = c->cm_prepare(options);
+  if (!prepared) return reject(prepared.error());
+  (*prepared)->set_peer_landing(*landing);
   if (auto st = c->modify_from_cm(IBV_QPS_RTR); !st) return reject(st.error());
-  const auto mine = encode_private((*pipe)->landing());
+  // Armed before the accept, after which alone the peer can write: its first handshake
+  // write raises an event on the completion channel, which the listener polls.
+  if (ibv_req_notify_cq(c->recv_cq_.get(), 0) != 0)
+    return reject(errno_error(errno, c->name_ + ": ibv_req_notify_cq"));
+  const auto mine = encode_private((*prepared)->landing());
   auto param = conn_param(*c->state_, *c->qp_, mine);
   if (rdma_accept(c->cm_id_.get(), &param) != 0)
     return errno_error(errno, c->name_ + ": rdma_accept");
-  auto est = expect(c->cm_channel_.get(), RDMA_CM_EVENT_ESTABLISHED, deadline, c->name_);
-  if (!est) return est.error();
-  RDMAREPL_TRY(c->modify_from_cm(IBV_QPS_RTS));
-  RDMAREPL_TRY(c->cm_handshake(**pipe, bootstrap::Role::responder, options, deadline));
+  pipe = std::move(*prepared);
   return c;
+}
+
+Status VerbsConnection::cm_complete(CmPipe& pipe, bool established,
+                                    const ConnectionOptions& options, Deadline deadline) {
+  if (!established)
+    RDMAREPL_TRY(expect(cm_channel_.get(), RDMA_CM_EVENT_ESTABLISHED, deadline, name_));
+  RDMAREPL_TRY(modify_from_cm(IBV_QPS_RTS));
+  return cm_handshake(pipe, bootstrap::Role::responder, options, deadline);
 }
 
 Result<std::unique_ptr<VerbsConnection>> VerbsConnection::establish_cm_active(
@@ -334,32 +304,13 @@ Result<std::unique_ptr<VerbsConnection>> VerbsConnection::establish_cm_active(
   return c;
 }
 
-Result<std::unique_ptr<Listener>> cm_listen(std::shared_ptr<TransportState> state,
-                                            const Endpoint& where) {
-  auto addr = resolve(where);
-  if (!addr) return addr.error();
-  auto ch = make_channel();
-  if (!ch) return ch.error();
-  rdma_cm_id* raw = nullptr;
-  if (rdma_create_id(ch->get(), &raw, nullptr, RDMA_PS_TCP) != 0)
-    return errno_error(errno, "rdma_create_id");
-  CmIdHandle id(raw);
-  if (rdma_bind_addr(id.get(), reinterpret_cast<sockaddr*>(&*addr)) != 0)
-    return errno_error(errno, fmt::format("rdma_bind_addr({})", where.to_string()));
-  if (rdma_listen(id.get(), 64) != 0)
-    return errno_error(errno, fmt::format("rdma_listen({})", where.to_string()));
-  Endpoint local{where.host, ntohs(rdma_get_src_port(id.get()))};
-  return std::unique_ptr<Listener>(
-      new CmListener(std::move(state), std::move(*ch), std::move(id), std::move(local)));
-}
-
 Result<std::unique_ptr<Connection>> cm_connect(std::shared_ptr<TransportState> state,
                                                const Endpoint& where,
                                                const ConnectionOptions& options) {
   auto deadline = Deadline::after(options.connect_timeout);
-  auto addr = resolve(where);
+  auto addr = cm_resolve(where);
   if (!addr) return addr.error();
-  auto ch = make_channel();
+  auto ch = cm_make_channel();
   if (!ch) return ch.error();
   rdma_cm_id* raw = nullptr;
   if (rdma_create_id(ch->get(), &raw, nullptr, RDMA_PS_TCP) != 0)

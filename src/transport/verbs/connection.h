@@ -51,9 +51,20 @@ class VerbsConnection final : public Connection {
   static Result<std::unique_ptr<VerbsConnection>> establish_cm_active(
       std::shared_ptr<TransportState> state, CmChannelHandle channel, CmIdHandle id,
       const ConnectionOptions& options, Deadline deadline);
-  static Result<std::unique_ptr<VerbsConnection>> establish_cm_passive(
-      std::shared_ptr<TransportState> state, CmChannelHandle channel, CmIdHandle id,
-      std::span<const uint8_t> request, const ConnectionOptions& options, Deadline deadline);
+  // The passive side in two steps, so that the listener can hold the connection without a
+  // thread until the peer's first handshake write arrives (cm_listener.cc). cm_accept():
+  // the QP, the handshake pipe (returned in `pipe`) and the receives, RTR, the receive CQ
+  // armed (the peer's first write raises an event on the recv_cq()'s channel), rdma_accept.
+  // An error rejects the request.
+  static Result<std::unique_ptr<VerbsConnection>> cm_accept(std::shared_ptr<TransportState> state,
+                                                            CmChannelHandle channel, CmIdHandle id,
+                                                            std::span<const uint8_t> request,
+                                                            const ConnectionOptions& options,
+                                                            std::unique_ptr<CmPipe>& pipe);
+  // Then: waits for ESTABLISHED unless that event was `established` already (read by the
+  // listener), RTS, and the handshake over `pipe` until `deadline`.
+  Status cm_complete(CmPipe& pipe, bool established, const ConnectionOptions& options,
+                     Deadline deadline);
 
   ~VerbsConnection() override;
 

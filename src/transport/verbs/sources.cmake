@@ -8,4 +8,5 @@ list(APPEND RDMAREPL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/connection_messages.cc
   ${CMAKE_CURRENT_LIST_DIR}/verbs_transport.cc
   ${CMAKE_CURRENT_LIST_DIR}/cm.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cm_listener.cc
   ${CMAKE_CURRENT_LIST_DIR}/cm_pipe.cc)

@@ -6,6 +6,7 @@
 
 #include "rdmarepl/core/log.h"
 #include "transport/bootstrap/admission.h"
+#include "transport/bootstrap/socket_arrivals.h"
 #include "transport/verbs/cm.h"
 
 namespace rdmarepl::transport::verbs {
@@ -17,7 +18,7 @@ class VerbsListener final : public Listener {
       : state_(std::move(state)),
         fd_(std::move(fd)),
         local_(std::move(local)),
-        admission_(fd_.get(), local_.to_string()) {}
+        admission_(std::make_unique<bootstrap::SocketArrivals>(fd_.get()), local_.to_string()) {}
 
   // Several threads may call this at once (bootstrap::Admission hands each a peer that
   // spoke; the handshake then has connect_timeout).
@@ -26,7 +27,8 @@ class VerbsListener final : public Listener {
     auto sock = admission_.next(options, Deadline::after(timeout));
     if (!sock) return sock.error();
     bool declined = false;
-    auto conn = VerbsConnection::establish(state_, std::move(sock->fd), bootstrap::Role::responder,
+    auto conn = VerbsConnection::establish(state_, bootstrap::take_socket(*sock),
+                                           bootstrap::Role::responder,
                                            bootstrap::declining(options, declined));
     admission_.finished(sock->host, bootstrap::outcome_of(conn, declined), options);
     if (!conn) return conn.error();
