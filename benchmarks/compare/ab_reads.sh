@@ -45,7 +45,7 @@ PY
 import json, sys
 j = json.load(open(sys.argv[1]))
 print(f"| redis replicas | {sys.argv[2]} | {j['throughput_ops']:,.0f} | {j['p50_us']:.0f} | "
-      f"{j['p99_us']:.0f} | - |")
+      f"{j['p99_us']:.0f} | {j['cpu_us_per_op']:.1f} |")
 open(sys.argv[3], "a").write(f"redis replicas {j['throughput_ops']} {j['p99_us']}\n")
 PY
 done
