@@ -32,6 +32,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "rdmarepl/core/clock.h"
@@ -101,6 +102,12 @@ class Admission {
   Result<Admitted> next(const ConnectionOptions& o, Deadline wait);
   // The handshake of a connection from `host` that next() returned has ended.
   void finished(const std::string& host, Outcome outcome, const ConnectionOptions& o);
+  // A listener's accept(): waits up to `timeout` for a peer that spoke (next()), runs
+  // `handshake(admitted, options)` on it with options whose check_peer notes a refusal
+  // (declining()), and reports how it ended (finished()). Returns what the handshake did.
+  template <typename Handshake>
+  auto accept_one(const ConnectionOptions& o, std::chrono::milliseconds timeout,
+                  Handshake&& handshake);
 
  private:
   struct Held {
@@ -164,5 +171,17 @@ Admission::Outcome outcome_of(const Result<T>& r, bool declined = false) noexcep
 // A copy of `o` for one handshake whose check_peer, if `o` has one, sets `declined` when it
 // refuses the peer.
 ConnectionOptions declining(const ConnectionOptions& o, bool& declined);
+
+template <typename Handshake>
+auto Admission::accept_one(const ConnectionOptions& o, std::chrono::milliseconds timeout,
+                           Handshake&& handshake) {
+  using R = decltype(handshake(std::declval<Admitted&>(), o));
+  auto peer = next(o, Deadline::after(timeout));
+  if (!peer) return R(std::move(peer).error());
+  bool declined = false;
+  R conn = handshake(*peer, declining(o, declined));
+  finished(peer->host, outcome_of(conn, declined), o);
+  return conn;
+}
 
 }  // namespace rdmarepl::transport::bootstrap

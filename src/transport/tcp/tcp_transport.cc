@@ -92,13 +92,11 @@ class TcpListener final : public Listener {
   Result<std::unique_ptr<Connection>> accept(const ConnectionOptions& options,
                                              std::chrono::milliseconds timeout) override {
     RDMAREPL_TRY(check_options(options));
-    auto peer = admission_.next(options, Deadline::after(timeout));
-    if (!peer) return std::move(peer).error();
-    bool declined = false;
-    auto conn = establish(bootstrap::take_socket(*peer), bootstrap::Role::responder,
-                          bootstrap::declining(options, declined), registry_, peer->deadline);
-    admission_.finished(peer->host, bootstrap::outcome_of(conn, declined), options);
-    return conn;
+    return admission_.accept_one(
+        options, timeout, [&](bootstrap::Admitted& peer, const ConnectionOptions& o) {
+          return establish(bootstrap::take_socket(peer), bootstrap::Role::responder, o, registry_,
+                           peer.deadline);
+        });
   }
 
   [[nodiscard]] Endpoint local_endpoint() const override { return local_; }

@@ -157,12 +157,10 @@ class CmListener final : public Listener {
   // peer wrote); the handshake must end connect_timeout after the request arrived.
   Result<std::unique_ptr<Connection>> accept(const ConnectionOptions& options,
                                              std::chrono::milliseconds timeout) override {
-    auto peer = admission_.next(options, Deadline::after(timeout));
-    if (!peer) return peer.error();
-    bool declined = false;
-    auto conn = static_cast<HeldCmRequest&>(*peer->conn)
-                    .complete(bootstrap::declining(options, declined), peer->deadline);
-    admission_.finished(peer->host, bootstrap::outcome_of(conn, declined), options);
+    auto conn = admission_.accept_one(
+        options, timeout, [](bootstrap::Admitted& peer, const ConnectionOptions& o) {
+          return static_cast<HeldCmRequest&>(*peer.conn).complete(o, peer.deadline);
+        });
     if (!conn) return conn.error();
     return std::unique_ptr<Connection>(std::move(*conn));
   }

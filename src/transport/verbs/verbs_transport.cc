@@ -24,13 +24,11 @@ class VerbsListener final : public Listener {
   // spoke; the handshake then has connect_timeout).
   Result<std::unique_ptr<Connection>> accept(const ConnectionOptions& options,
                                              std::chrono::milliseconds timeout) override {
-    auto sock = admission_.next(options, Deadline::after(timeout));
-    if (!sock) return sock.error();
-    bool declined = false;
-    auto conn = VerbsConnection::establish(state_, bootstrap::take_socket(*sock),
-                                           bootstrap::Role::responder,
-                                           bootstrap::declining(options, declined));
-    admission_.finished(sock->host, bootstrap::outcome_of(conn, declined), options);
+    auto conn = admission_.accept_one(
+        options, timeout, [&](bootstrap::Admitted& peer, const ConnectionOptions& o) {
+          return VerbsConnection::establish(state_, bootstrap::take_socket(peer),
+                                            bootstrap::Role::responder, o);
+        });
     if (!conn) return conn.error();
     return std::unique_ptr<Connection>(std::move(*conn));
   }
