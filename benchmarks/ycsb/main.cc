@@ -49,9 +49,10 @@ std::vector<transport::Endpoint> parse_endpoints(const std::string& text) {
 }
 
 int run_workloads(RunOptions& o, const std::string& workloads, const std::string& dist,
-                  const std::string& transport, const std::string& json_out) {
+                  const std::string& transport, const std::string& json_out, bool strict) {
   Json all = Json::array();
   bool verified = true;
+  uint64_t failed = 0;
   for (char w : workloads) {
     if (!core_workload(static_cast<char>(std::toupper(w)), o.mix)) {
       fmt::print(stderr, "rdmarepl-ycsb: unknown workload '{}'; use A, B, C, D or F\n", w);
@@ -68,10 +69,17 @@ int run_workloads(RunOptions& o, const std::string& workloads, const std::string
     Json j = report(o, *r, transport);
     print(j);
     verified = verified && r->verified();
+    for (const auto& [_, st] : r->ops) failed += st.failed;
     all.push_back(j);
   }
   if (!json_out.empty()) std::ofstream(json_out) << all.dump(2) << "\n";
-  return verified ? 0 : 3;
+  if (!verified) return 3;
+  if (strict && failed > 0) {
+    fmt::print(stderr, "rdmarepl-ycsb: {} operations failed (--strict); see [*], Failed above\n",
+               failed);
+    return 4;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -95,6 +103,10 @@ int main(int argc, char** argv) {
   app.add_option("--clients", o.clients,
                  "ReadClients the threads share (1: every thread's gets are coalesced)")
       ->check(CLI::Range(1u, 256u));
+  app.add_option("--inflight", o.inflight,
+                 "operations in flight per thread (more than 1: each thread is an event loop "
+                 "over a ReadClient of its own, as redis-benchmark's connections per process)")
+      ->check(CLI::Range(1u, 1024u));
   app.add_option("--target", o.target_ops, "target operations per second (0: unthrottled)");
   app.add_option("--followers", o.followers, "in-process followers serving reads (--role local)")
       ->check(CLI::Range(1u, 8u));
@@ -127,6 +139,10 @@ int main(int argc, char** argv) {
   app.add_option("--peers", peers, "client: the followers' replication host:port,...");
   app.add_option("--read-peers", read_peers,
                  "client: the followers' read servers host:port,..., in the order of --peers");
+  bool strict = false;
+  app.add_flag("--strict", strict,
+               "exit with status 4 when any operation failed (an error, or an at_least read "
+               "answered behind); without it only unverified reads fail the run (status 3)");
   app.add_option("--json", json_out, "also write the results as a JSON array to this file");
   CLI11_PARSE(app, argc, argv);
   o.polling = *from_string<replication::PollingMode>(polling);
@@ -159,5 +175,5 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "rdmarepl-ycsb: --peers and --read-peers need --role client\n");
     return 2;
   }
-  return run_workloads(o, workloads, dist, transport, json_out);
+  return run_workloads(o, workloads, dist, transport, json_out, strict);
 }

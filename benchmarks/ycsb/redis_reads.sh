@@ -3,19 +3,22 @@
 # off), RECORDS keys of VALUE bytes loaded on the master with redis-benchmark SETs, then
 # redis-benchmark GETs against both replicas at once, THREADS connections in all (half per
 # replica), one request in flight per connection (no pipelining, as rdmarepl-ycsb's client
-# threads), keys uniform over the keyspace. Prints one JSON object:
+# threads), keys uniform over the keyspace. With PIPELINE > 1 each connection keeps that many
+# GETs in flight (redis-benchmark -P; its latencies are then per pipelined batch). Prints one
+# JSON object:
 #   {"system":"redis","value_bytes":..,"throughput_ops":..,"avg_us":..,"p50_us":..,"p99_us":..,
 #    "cpu_seconds":..,"cpu_us_per_op":..}
 # CPU: both replicas' and both redis-benchmark processes' user + system time during the gets
 # (the master is idle then), as rdmarepl-ycsb counts every thread of its one process.
 #
-# usage: redis_reads.sh VALUE_BYTES THREADS OPERATIONS RECORDS
+# usage: redis_reads.sh VALUE_BYTES THREADS OPERATIONS RECORDS [PIPELINE]
 # Exit status 77 when redis-server or redis-benchmark is missing.
 set -euo pipefail
 value=${1:?usage: redis_reads.sh VALUE_BYTES THREADS OPERATIONS RECORDS}
 threads=${2:?}
 ops=${3:?}
 records=${4:?}
+pipeline=${5:-1}
 for tool in redis-server redis-cli redis-benchmark; do
   command -v "$tool" >/dev/null || { echo "redis_reads.sh: $tool not found" >&2; exit 77; }
 done
@@ -85,13 +88,13 @@ cpu_ticks() {
 ticks0=$(cpu_ticks)
 getters=()
 for i in 1 2; do
-  redis-benchmark -p "${ports[$i]}" -t get -n $((ops / 2)) -c "$half" -r "$records" -P 1 \
+  redis-benchmark -p "${ports[$i]}" -t get -n $((ops / 2)) -c "$half" -r "$records" -P "$pipeline" \
     --csv >"$tmp/get$i.csv" 2>/dev/null &
   getters+=($!)
 done
 wait "${getters[@]}"
 cpu_s=$(awk -v d=$(($(cpu_ticks) - ticks0)) -v hz="$(getconf CLK_TCK)" 'BEGIN{print d / hz}')
-python3 - "$tmp/get1.csv" "$tmp/get2.csv" "$value" "$cpu_s" "$ops" <<'PY'
+python3 - "$tmp/get1.csv" "$tmp/get2.csv" "$value" "$cpu_s" "$ops" "$pipeline" <<'PY'
 import csv, json, sys
 rows = []
 for f in sys.argv[1:3]:
@@ -103,7 +106,8 @@ avg = sum(float(r["avg_latency_ms"]) for r in rows) / 2 * 1000
 p50 = max(float(r["p50_latency_ms"]) for r in rows) * 1000
 p99 = max(float(r["p99_latency_ms"]) for r in rows) * 1000
 cpu_s, ops = float(sys.argv[4]), int(sys.argv[5])
-print(json.dumps({"system": "redis", "value_bytes": int(sys.argv[3]), "throughput_ops": rps,
+print(json.dumps({"system": "redis", "value_bytes": int(sys.argv[3]), "pipeline": int(sys.argv[6]),
+                  "throughput_ops": rps,
                   "avg_us": avg, "p50_us": p50, "p99_us": p99, "cpu_seconds": cpu_s,
                   "cpu_us_per_op": cpu_s * 1e6 / ops}))
 PY

@@ -15,7 +15,8 @@ Json report(const RunOptions& o, const RunResult& r, const std::string& transpor
   j["mode"] = o.peers.empty() ? "in-process" : "remote";
   j["value_bytes"] = o.value_bytes;
   j["threads"] = o.threads;
-  j["clients"] = o.clients;
+  j["clients"] = o.inflight > 1 ? o.threads : o.clients;
+  j["inflight_per_thread"] = o.inflight;
   j["followers"] = o.peers.empty() ? o.followers : static_cast<uint32_t>(o.peers.size());
   j["records"] = o.record_count;
   j["operations"] = o.operation_count;
@@ -39,14 +40,15 @@ Json report(const RunOptions& o, const RunResult& r, const std::string& transpor
   j["bad_values"] = r.bad_values;
   j["stale_reads"] = r.stale_reads;
   for (const auto& [name, st] : r.ops) {
-    const auto& h = st.latency_ns;
+    const LatencySummary& h = st.latency;
     j["ops"][name] = {{"operations", st.operations},
                       {"failed", st.failed},
-                      {"avg_us", h.mean() / 1e3},
-                      {"p50_us", static_cast<double>(h.p50()) / 1e3},
-                      {"p95_us", static_cast<double>(h.percentile(0.95)) / 1e3},
-                      {"p99_us", static_cast<double>(h.p99()) / 1e3},
-                      {"p999_us", static_cast<double>(h.p999()) / 1e3}};
+                      {"avg_us", h.mean_ns / 1e3},
+                      {"p50_us", static_cast<double>(h.p50_ns) / 1e3},
+                      {"p95_us", static_cast<double>(h.p95_ns) / 1e3},
+                      {"p99_us", static_cast<double>(h.p99_ns) / 1e3},
+                      {"p999_us", static_cast<double>(h.p999_ns) / 1e3},
+                      {"max_us", static_cast<double>(h.max_ns) / 1e3}};
   }
   return j;
 }

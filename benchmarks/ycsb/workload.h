@@ -34,7 +34,11 @@ struct RunOptions {
   uint64_t operation_count = 100'000;
   uint32_t value_bytes = 1024;
   uint32_t threads = 4;
-  uint32_t clients = 1;     // ReadClients the threads share (thread t uses client t % clients)
+  uint32_t clients = 1;  // ReadClients the threads share (thread t uses client t % clients)
+  // Operations in flight per client thread. 1: a blocking get() per operation. More: the
+  // thread is an event loop over a ReadClient of its own (get_async + poll), reads in flight
+  // at once, updates and inserts one at a time in the loop.
+  uint32_t inflight = 1;
   uint64_t target_ops = 0;  // 0: as fast as possible
   uint32_t followers = 2;
   transport::TransportKind transport = transport::TransportKind::tcp;

@@ -4,88 +4,21 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <memory>
-#include <mutex>
 #include <random>
-#include <shared_mutex>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
-#include "nodes.h"
+#include "client_ops.h"
 #include "rdmarepl/core/clock.h"
 #include "value_codec.h"
 
 namespace rdmarepl::ycsb {
-namespace {
-
-// What the client threads share.
-struct Shared {
-  Shared(const RunOptions& opts, Nodes& n)
-      : o(opts),
-        cluster(n),
-        chooser(opts.mix.distribution, opts.record_count),
-        capacity(opts.record_count + opts.operation_count),
-        versions(std::make_unique<std::atomic<uint64_t>[]>(capacity)) {}
-  const RunOptions& o;
-  Nodes& cluster;
-  KeyChooser chooser;
-  uint64_t capacity;
-  std::unique_ptr<std::atomic<uint64_t>[]> versions;
-  std::array<std::mutex, 1024> stripes;
-  std::mutex insert_mu;
-  std::atomic<uint64_t> inserted{0};
-  std::atomic<uint64_t> issued{0};
-  metrics::Histogram read, update, insert, rmw;
-  std::atomic<uint64_t> read_fail{0}, update_fail{0}, insert_fail{0}, rmw_fail{0};
-  std::atomic<uint64_t> verified{0}, bad{0}, stale{0};
-};
-
-// Writes version++ of record `i` through the leader; the key's stripe keeps versions in
-// seq order. Returns the ticket (shard 0, seq 0 on failure).
-replication::Ticket write(Shared& s, uint64_t i) {
-  const std::string key = key_of(i);
-  std::lock_guard lock(s.stripes[i % s.stripes.size()]);
-  const uint64_t version = ++s.versions[i];
-  const std::string value = make_value(key, version, s.o.value_bytes);
-  {
-    std::unique_lock store_lock(s.cluster.leader_store.mu);
-    s.cluster.leader_store.data[key] = value;
-  }
-  auto w = s.cluster.leader->replicate(key, value);
-  return w.ok() ? w.ticket : replication::Ticket{};
-}
-
-bool committed(Shared& s, replication::Ticket t) {
-  return t.seq != 0 && s.cluster.leader->wait(t, std::chrono::seconds(10)).ok();
-}
-
-bool read(Shared& s, reads::ReadClient& client, uint64_t i,
-          const std::unordered_map<uint64_t, std::pair<replication::Ticket, uint64_t>>& mine) {
-  const std::string key = key_of(i);
-  reads::Consistency c = reads::Consistency::any();
-  auto own = mine.find(i);
-  if (s.o.consistency == reads::Consistency::Kind::at_least && own != mine.end())
-    c = reads::Consistency::at_least(own->second.first, s.o.at_least_wait);
-  if (s.o.consistency == reads::Consistency::Kind::leader) c = reads::Consistency::leader();
-  auto r = client.get(key, c);
-  if (!r.ok() || r->status != reads::ReadStatus::found) return false;
-  auto version = check_value(key, r->value);
-  if (!version) {
-    ++s.bad;
-    return false;
-  }
-  ++s.verified;
-  if (c.kind == reads::Consistency::Kind::at_least && *version < own->second.second) ++s.stale;
-  return true;
-}
 
 void client_thread(Shared& s, uint32_t t, reads::ReadClient& client) {
   std::mt19937_64 rng(s.o.seed * 7919 + t);
   std::uniform_real_distribution<double> pick(0, 1);
-  std::unordered_map<uint64_t, std::pair<replication::Ticket, uint64_t>> mine;
+  OwnWrites mine;
   const double per_thread =
       s.o.target_ops > 0 ? static_cast<double>(s.o.target_ops) / s.o.threads : 0;
   const uint64_t t0 = mono_ns();
@@ -129,8 +62,6 @@ void client_thread(Shared& s, uint32_t t, reads::ReadClient& client) {
   }
 }
 
-}  // namespace
-
 Result<RunResult> run(const RunOptions& o) {
   auto cluster = start_nodes(o);
   if (!cluster.ok()) return std::move(cluster).error();
@@ -147,8 +78,10 @@ Result<RunResult> run(const RunOptions& o) {
   s.inserted = o.record_count;
   RDMAREPL_TRY(nodes.leader->wait_all_acked(std::chrono::seconds(120)));
   // Clients connect (and register their buffers) before the clock starts.
+  // An event-loop thread drives a client of its own (its callbacks run where it polls).
+  const uint32_t client_count = o.inflight > 1 ? o.threads : std::min(o.clients, o.threads);
   std::vector<std::unique_ptr<reads::ReadClient>> clients;
-  for (uint32_t t = 0; t < std::min(o.clients, o.threads); ++t) {
+  for (uint32_t t = 0; t < client_count; ++t) {
     auto c = reads::ReadClient::connect(nodes.client_options);
     if (!c.ok()) return std::move(c).error();
     clients.push_back(std::move(*c));
@@ -159,7 +92,12 @@ Result<RunResult> run(const RunOptions& o) {
   const uint64_t t0 = mono_ns();
   std::vector<std::thread> threads;
   for (uint32_t t = 0; t < o.threads; ++t)
-    threads.emplace_back([&, t] { client_thread(s, t, *clients[t % clients.size()]); });
+    threads.emplace_back([&, t] {
+      if (o.inflight > 1)
+        event_loop_thread(s, t, *clients[t]);
+      else
+        client_thread(s, t, *clients[t % clients.size()]);
+    });
   for (auto& t : threads) t.join();
   RunResult r;
   r.seconds = static_cast<double>(mono_ns() - t0) * 1e-9;
@@ -169,10 +107,10 @@ Result<RunResult> run(const RunOptions& o) {
   r.cpu_seconds_remote = *remote1 - *remote0;
   r.cpu_seconds = r.cpu_seconds_local + r.cpu_seconds_remote;
   r.processes = nodes.remote() ? 1 + static_cast<uint32_t>(o.read_peers.size()) : 1;
-  auto put = [&](const char* name, const metrics::Histogram& h, uint64_t failed) {
+  auto put = [&](const char* name, LatencyLog& log, uint64_t failed) {
     OpStats st;
-    st.latency_ns = h.snapshot();
-    st.operations = st.latency_ns.count;
+    st.latency = log.summary();
+    st.operations = st.latency.count;
     st.failed = failed;
     if (st.operations > 0) r.ops[name] = st;
   };

@@ -9,8 +9,8 @@
 #include <map>
 #include <string>
 
+#include "latency_log.h"
 #include "rdmarepl/core/result.h"
-#include "rdmarepl/metrics/histogram.h"
 #include "rdmarepl/tuning/knobs.h"
 #include "workload.h"
 
@@ -19,7 +19,7 @@ namespace rdmarepl::ycsb {
 struct OpStats {
   uint64_t operations = 0;
   uint64_t failed = 0;  // errors and (at_least) "behind" answers
-  metrics::Histogram::Snapshot latency_ns;
+  LatencySummary latency;
 };
 
 struct RunResult {

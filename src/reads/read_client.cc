@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "async_read.h"
 #include "rdmarepl/core/clock.h"
 #include "read_engine.h"
 #include "replication/transport_select.h"
@@ -34,16 +35,27 @@ void futex_wake(const void* addr) noexcept {
   (void)syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
+// The client whose callbacks this thread is running (a blocking get() there would wait for
+// itself).
+thread_local const void* t_running_callbacks_of = nullptr;
+
 }  // namespace
 
 struct ReadClient::Impl {
   Impl(const ReadClientOptions& o, std::unique_ptr<transport::Transport> t)
       : options(o), engine(o, std::move(t)) {
     finished.reserve(256);
+    delivered.reserve(256);
   }
+  ~Impl();
 
+  // Fills op's request from the caller's keys and consistency (not its keys' storage).
+  void prepare(ReadOp& op, const Consistency& c) const;
   Status run(std::span<const std::string_view> keys, const Consistency& c,
              std::vector<ReadResult>& out);
+  Status start(std::span<const std::string_view> keys, const Consistency& c, ReadsCallback many,
+               ReadCallback one);
+  size_t poll(std::chrono::microseconds timeout);
   // One I/O pass by the poller: send what is queued, wake the callers answered in the last
   // pass, block until a response may have come (without the lock, so that other callers
   // can queue), reap.
@@ -55,15 +67,61 @@ struct ReadClient::Impl {
   static void await(ReadOp& op) noexcept;
   // Wakes the callers of `ops` (the lock not held: an answered op is not touched again).
   static void wake(std::span<ReadOp* const> ops, const ReadOp* mine) noexcept;
+  // The poller's delivery of `finished` (the lock not held): wakes the waiting callers and
+  // runs the callbacks of the asynchronous gets, which go to `delivered`. Returns how many
+  // callbacks ran.
+  size_t deliver(const ReadOp* mine) noexcept;
+  // Returns `delivered` to the pool (lock held).
+  void recycle() noexcept;
 
   ReadClientOptions options;
   mutable std::mutex mu;
   ReadEngine engine;
-  bool poller = false;  // some caller holds the poller role
+  AsyncReadPool async;
+  bool poller = false;   // some caller holds the poller role
+  bool closing = false;  // the destructor runs: get_async() is refused
   // The poller's own (only the role's holder uses them).
   std::vector<transport::Connection*> waiting;
   std::vector<ReadOp*> finished;
+  std::vector<AsyncRead*> delivered;
 };
+
+ReadClient::Impl::~Impl() {
+  // Nobody drives the client any more: its unanswered asynchronous gets complete here.
+  {
+    std::lock_guard lock(mu);
+    closing = true;
+  }
+  async.for_each_in_use([](AsyncRead& a) {
+    if (!a.op.done)
+      a.op.status =
+          Error(Errc::closed, "the ReadClient was destroyed before the replicas answered this get");
+    a.finish();
+  });
+}
+
+size_t ReadClient::Impl::deliver(const ReadOp* mine) noexcept {
+  delivered.clear();
+  size_t ran = 0;
+  const void* outer = t_running_callbacks_of;
+  t_running_callbacks_of = this;
+  for (ReadOp* op : finished) {
+    if (op->async == nullptr) {
+      wake({&op, 1}, mine);
+      continue;
+    }
+    op->async->finish();
+    delivered.push_back(op->async);
+    ++ran;
+  }
+  t_running_callbacks_of = outer;
+  return ran;
+}
+
+void ReadClient::Impl::recycle() noexcept {
+  for (AsyncRead* a : delivered) async.give_back(*a);
+  delivered.clear();
+}
 
 void ReadClient::Impl::wake(std::span<ReadOp* const> ops, const ReadOp* mine) noexcept {
   for (ReadOp* op : ops) {
@@ -91,7 +149,7 @@ void ReadClient::Impl::pass(std::unique_lock<std::mutex>& lock, const ReadOp& mi
   engine.waiting(waiting);
   engine.take_finished(finished);
   lock.unlock();
-  wake(finished, &mine);
+  deliver(&mine);
   if (waiting.empty()) {
     std::this_thread::sleep_for(std::chrono::microseconds(10));  // no link can take one
   } else {
@@ -100,6 +158,7 @@ void ReadClient::Impl::pass(std::unique_lock<std::mutex>& lock, const ReadOp& mi
     (void)transport::wait_any(waiting, std::chrono::milliseconds(1));
   }
   lock.lock();
+  recycle();
   engine.reap();
   engine.expire(mono_ns());
 }
@@ -110,20 +169,18 @@ void ReadClient::Impl::hand_off(std::unique_lock<std::mutex>& lock, const ReadOp
   // Wake the answered callers while still holding the role: `finished` is the role's.
   engine.take_finished(finished);
   lock.unlock();
-  wake(finished, &mine);
+  deliver(&mine);
   lock.lock();
+  recycle();
   ReadOp* next = engine.waiter_other_than(&mine);
   if (next == nullptr) poller = false;
   lock.unlock();
   if (next != nullptr) wake({&next, 1}, nullptr);  // woken not done: it takes the role
 }
 
-Status ReadClient::Impl::run(std::span<const std::string_view> keys, const Consistency& c,
-                             std::vector<ReadResult>& out) {
-  ReadOp op;
-  op.keys = keys;
-  op.out = &out;
+void ReadClient::Impl::prepare(ReadOp& op, const Consistency& c) const {
   op.leader = c.kind == Consistency::Kind::leader;
+  op.header = RequestHeader{};
   op.header.kind = c.kind;
   op.header.shard = c.ticket.shard;
   op.header.min_seq = c.ticket.seq;
@@ -132,6 +189,22 @@ Status ReadClient::Impl::run(std::span<const std::string_view> keys, const Consi
   op.deadline_ns =
       mono_ns() +
       static_cast<uint64_t>(options.request_timeout.count() + op.header.wait_ms) * 1'000'000;
+  op.unanswered = 0;
+  op.status = ok_status();
+  op.done = false;
+  op.signal.store(kWaiting, std::memory_order_relaxed);
+}
+
+Status ReadClient::Impl::run(std::span<const std::string_view> keys, const Consistency& c,
+                             std::vector<ReadResult>& out) {
+  if (t_running_callbacks_of == this)
+    return Error(Errc::invalid_argument,
+                 "ReadClient::get() called from a get_async() callback, on the thread that "
+                 "drives the client's I/O: it would wait for itself; call get_async() there");
+  ReadOp op;
+  op.keys = keys;
+  op.out = &out;
+  prepare(op, c);
   std::unique_lock lock(mu);
   if (op.leader && !engine.has_leader())
     return Error(Errc::invalid_argument,
@@ -149,6 +222,70 @@ Status ReadClient::Impl::run(std::span<const std::string_view> keys, const Consi
   while (!op.done) pass(lock, op);
   hand_off(lock, op);
   return std::move(op.status);
+}
+
+Status ReadClient::Impl::start(std::span<const std::string_view> keys, const Consistency& c,
+                               ReadsCallback many, ReadCallback one) {
+  std::unique_lock lock(mu);
+  if (closing) return Error(Errc::closed, "get_async() while the ReadClient is being destroyed");
+  if (c.kind == Consistency::Kind::leader && !engine.has_leader())
+    return Error(Errc::invalid_argument,
+                 "Consistency::leader read, but ReadClientOptions::leader is not set");
+  AsyncRead& a = async.take();
+  a.views.assign(keys.begin(), keys.end());
+  a.results.assign(keys.size(), ReadResult{});
+  a.many = std::move(many);
+  a.one = std::move(one);
+  a.op.keys = a.views;
+  a.op.out = &a.results;
+  prepare(a.op, c);
+  if (keys.empty()) {
+    engine.answer_now(a.op);  // nothing to ask: delivered by the next poll, like any other
+  } else {
+    engine.enqueue(a.op);
+  }
+  return ok_status();
+}
+
+size_t ReadClient::Impl::poll(std::chrono::microseconds timeout) {
+  std::unique_lock lock(mu);
+  if (poller) return 0;
+  poller = true;
+  const uint64_t deadline = mono_ns() + static_cast<uint64_t>(timeout.count()) * 1000;
+  size_t ran = 0;
+  bool last_look = false;
+  for (;;) {
+    engine.send_pending();
+    engine.take_finished(finished);
+    if (!finished.empty()) {
+      lock.unlock();
+      ran += deliver(nullptr);
+      lock.lock();
+      recycle();
+      continue;  // send what the callbacks queued
+    }
+    if (ran > 0 || !engine.busy() || last_look) break;
+    const uint64_t now = mono_ns();
+    // Past the deadline: one more look without blocking, so that poll(0) reaps too.
+    last_look = now >= deadline;
+    engine.waiting(waiting);
+    lock.unlock();
+    if (waiting.empty()) {
+      if (!last_look) std::this_thread::sleep_for(std::chrono::microseconds(10));
+    } else {
+      // Wakes as soon as a response arrives; at most 1 ms, so that gets queued meanwhile
+      // by other threads go out and deadlines are checked.
+      (void)transport::wait_any(waiting, std::chrono::milliseconds(last_look ? 0 : 1));
+    }
+    lock.lock();
+    engine.reap();
+    engine.expire(mono_ns());
+  }
+  ReadOp* next = engine.waiter_other_than(nullptr);
+  if (next == nullptr) poller = false;
+  lock.unlock();
+  if (next != nullptr) wake({&next, 1}, nullptr);  // a blocking get() takes the role
+  return ran;
 }
 
 ReadClient::ReadClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -180,6 +317,21 @@ Result<ReadResult> ReadClient::get(std::string_view key, const Consistency& cons
   auto r = get(std::span<const std::string_view>(&key, 1), consistency);
   if (!r.ok()) return std::move(r).error();
   return std::move((*r)[0]);
+}
+
+Status ReadClient::get_async(std::span<const std::string_view> keys, const Consistency& consistency,
+                             ReadsCallback done) {
+  return impl_->start(keys, consistency, std::move(done), nullptr);
+}
+
+Status ReadClient::get_async(std::string_view key, const Consistency& consistency,
+                             ReadCallback done) {
+  return impl_->start(std::span<const std::string_view>(&key, 1), consistency, nullptr,
+                      std::move(done));
+}
+
+size_t ReadClient::poll(std::chrono::microseconds timeout) {
+  return impl_->poll(timeout);
 }
 
 size_t ReadClient::live_replicas() const {

@@ -382,7 +382,7 @@ ReadOp* ReadEngine::waiter_other_than(const ReadOp* self) const noexcept {
   ReadOp* newest = nullptr;
   for (size_t i = active_.size(); i-- > 0;) {
     ReadOp* op = active_[i];
-    if (op == self) continue;
+    if (op == self || op->async != nullptr) continue;
     if (op->signal.load(std::memory_order_relaxed) != kAsleep) return op;
     if (newest == nullptr) newest = op;
   }

@@ -27,7 +27,10 @@ inline constexpr uint32_t kWaiting = 0;
 inline constexpr uint32_t kAsleep = 1;
 inline constexpr uint32_t kWoken = 2;
 
-// One caller's get(): lives on the caller's stack until done.
+struct AsyncRead;
+
+// One caller's get(): lives on the caller's stack until done (get()), or in the client's
+// pool of asynchronous gets (get_async(): `async` is its owner).
 struct ReadOp {
   std::span<const std::string_view> keys;
   std::vector<ReadResult>* out = nullptr;
@@ -40,6 +43,7 @@ struct ReadOp {
   // Wakes the waiting caller once done or handed the poller role (kWaiting, kAsleep, kWoken;
   // see ReadClient::Impl::wake()).
   std::atomic<uint32_t> signal{kWaiting};
+  AsyncRead* async = nullptr;  // no caller waits: the driving thread runs its callback
 };
 
 class ReadEngine {
@@ -56,6 +60,8 @@ class ReadEngine {
 
   // Queues op's keys. The op must stay alive until done.
   void enqueue(ReadOp& op);
+  // Finishes an op of no keys (its caller is woken, or its callback run, as any other's).
+  void answer_now(ReadOp& op) { complete(op, ok_status()); }
   // Whether a get is queued or in flight (someone must keep polling).
   [[nodiscard]] bool busy() const noexcept { return !todo_.empty() || !flying_.empty(); }
   // Packs what is queued into messages (one per sendable replica of each class) and posts
@@ -69,6 +75,7 @@ class ReadEngine {
   void expire(uint64_t now_ns);
   // The caller to hand the poller role to: the newest active op other than `self` whose
   // caller is still on the CPU (not kAsleep), else the newest one (nullptr: none).
+  // Asynchronous gets have no caller waiting and are never chosen.
   [[nodiscard]] ReadOp* waiter_other_than(const ReadOp* self) const noexcept;
   // Moves the ops finished since the last call into `out` (which it clears first): their
   // callers are to be woken.
