@@ -107,6 +107,9 @@ int main(int argc, char** argv) {
                  "operations in flight per thread (more than 1: each thread is an event loop "
                  "over a ReadClient of its own, as redis-benchmark's connections per process)")
       ->check(CLI::Range(1u, 1024u));
+  app.add_option("--keys-per-message", o.keys_per_message,
+                 "most gets a read request carries (ReadClientOptions::max_keys_per_message)")
+      ->check(CLI::Range(1u, 1024u));
   app.add_option("--target", o.target_ops, "target operations per second (0: unthrottled)");
   app.add_option("--followers", o.followers, "in-process followers serving reads (--role local)")
       ->check(CLI::Range(1u, 8u));

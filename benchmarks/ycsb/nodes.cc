@@ -98,6 +98,7 @@ Result<std::unique_ptr<Nodes>> start_nodes(const RunOptions& o) {
   auto n = std::make_unique<Nodes>();
   n->client_options.transport = o.transport;
   n->client_options.pre_shared_key = o.pre_shared_key;
+  n->client_options.max_keys_per_message = o.keys_per_message;
   replication::ChannelOptions lo = node_options(o);
   lo.node_id = "rdmarepl-ycsb-leader";
   lo.tuning.enabled = o.tuning;

@@ -39,7 +39,8 @@ struct RunOptions {
   // thread is an event loop over a ReadClient of its own (get_async + poll), reads in flight
   // at once, updates and inserts one at a time in the loop.
   uint32_t inflight = 1;
-  uint64_t target_ops = 0;  // 0: as fast as possible
+  uint32_t keys_per_message = 64;  // ReadClientOptions::max_keys_per_message
+  uint64_t target_ops = 0;         // 0: as fast as possible
   uint32_t followers = 2;
   transport::TransportKind transport = transport::TransportKind::tcp;
   reads::Consistency::Kind consistency = reads::Consistency::Kind::any;
