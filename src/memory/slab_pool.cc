@@ -112,7 +112,7 @@ SlabPool::SlabPool(const PoolOptions& options, Registrar registrar, Counters* co
       options_(options),
       registrar_(std::move(registrar)),
       counters_(counters != nullptr ? counters : &own_counters_),
-      table_(table) {}
+      arenas_(table) {}
 
 Result<std::unique_ptr<SlabPool>> SlabPool::create(const PoolOptions& options, Registrar registrar,
                                                    Counters* counters, TranslationTable* table) {
@@ -126,7 +126,7 @@ Result<std::unique_ptr<SlabPool>> SlabPool::create(const PoolOptions& options, R
   while (remaining > 0) {
     size_t bytes = std::min(remaining, options.arena_bytes);
     bytes = std::max(bytes, kMaxClassSize);  // every arena can hold the largest class
-    RDMAREPL_TRY(pool->add_arena(bytes));
+    RDMAREPL_TRY(pool->arenas_.add(bytes, options.arena, pool->registrar_, pool->counters_));
     remaining -= std::min(remaining, bytes);
   }
   return pool;
@@ -135,47 +135,17 @@ Result<std::unique_ptr<SlabPool>> SlabPool::create(const PoolOptions& options, R
 SlabPool::~SlabPool() {
   detail::ThreadStateAccess::unregister_pool(id_);
   // Empty the lists before the memory holding their nodes is unmapped (O(1) with
-  // normal_link hooks: the nodes are not touched).
+  // normal_link hooks: the nodes are not touched); arenas_ unmaps after this body.
   for (auto& sh : shared_) sh.list.clear();
-  for (auto& tc : caches_) {
-    for (auto& c : tc->classes) c.list.clear();
-  }
-  // Forget the arenas in the table, then deregister and unmap them.
-  for (auto& a : arenas_) {
-    if (table_ != nullptr) table_->erase(a->arena.base());
-  }
-  arenas_.clear();
-}
-
-Status SlabPool::add_arena(size_t bytes) {
-  auto arena = Arena::create(bytes, options_.arena, registrar_, counters_);
-  if (!arena.ok()) return std::move(arena).error();
-  auto state = std::make_unique<ArenaState>();
-  state->arena = std::move(*arena);
-  state->keys = state->arena.region().keys;
-  if (table_ != nullptr) {
-    auto region = state->arena.region();
-    RDMAREPL_TRY(table_->insert(region));
-  }
-  std::lock_guard lock(carve_mu_);
-  arenas_.push_back(std::move(state));
-  return ok_status();
+  caches_.clear_lists();
 }
 
 LargeBuffer SlabPool::alloc_large(size_t size) noexcept {
   const size_t bytes = large_chunks(std::max<size_t>(size, 1)) * kMaxClassSize;
-  // A run is carved like a batch of largest-class chunks: under that class's mutex, then
-  // the carve mutex (the lock order), page-aligned for the NIC.
+  // A run is carved like a batch of largest-class chunks: under that class's mutex.
   std::lock_guard class_lock(shared_[kNumClasses - 1].mu);
-  std::lock_guard lock(carve_mu_);
-  for (auto& a : arenas_) {
-    const size_t start = (a->carved + kPageSize - 1) / kPageSize * kPageSize;
-    if (start > a->arena.size() || a->arena.size() - start < bytes) continue;
-    a->carved = start + bytes;
-    a->out.fetch_add(large_chunks(bytes), std::memory_order_relaxed);
-    RDMAREPL_MEMORY_UNPOISON(a->arena.base() + start, bytes);
-    return LargeBuffer(a->arena.base() + start, this, a.get(), size);
-  }
+  auto [p, arena] = arenas_.carve_run(bytes);
+  if (p != nullptr) return LargeBuffer(p, this, arena, size);
   counters_->add(counters_->failed_allocations);
   return LargeBuffer();
 }
@@ -204,7 +174,7 @@ ThreadCache* SlabPool::local_cache() noexcept {
   if (tc == nullptr) {
     try {
       if (state->caches.size() >= 16) detail::ThreadStateAccess::prune(*state);
-      tc = attach_cache();
+      tc = caches_.attach();
       state->caches.emplace_back(id_, tc);
     } catch (...) {  // out of memory for the bookkeeping: run without a cache
       return nullptr;
@@ -214,23 +184,9 @@ ThreadCache* SlabPool::local_cache() noexcept {
   return tc;
 }
 
-ThreadCache* SlabPool::attach_cache() {
-  std::lock_guard lock(caches_mu_);
-  for (auto& c : caches_) {
-    if (!c->attached) {
-      c->attached = true;
-      return c.get();
-    }
-  }
-  caches_.push_back(std::make_unique<ThreadCache>());
-  caches_.back()->attached = true;
-  return caches_.back().get();
-}
-
 void SlabPool::detach_cache(ThreadCache* tc) noexcept {
   for (unsigned c = 0; c < kNumClasses; ++c) drain(*tc, c, 0);
-  std::lock_guard lock(caches_mu_);
-  tc->attached = false;
+  caches_.detach(tc);
 }
 
 FreeChunk* SlabPool::alloc_slow(unsigned cls) noexcept {
@@ -264,7 +220,7 @@ FreeChunk* SlabPool::alloc_slow(unsigned cls) noexcept {
       chunk.arena->out.fetch_add(1, std::memory_order_relaxed);
       one.push_front(chunk);
     } else {
-      carve(one, cls, 1);
+      arenas_.carve(one, cls, 1);
     }
   }
   if (one.empty()) {
@@ -310,7 +266,7 @@ size_t SlabPool::refill(ThreadCache& tc, unsigned cls) noexcept {
         ++got;
       }
       sh.count -= got;
-      if (got == 0) got = carve(c.list, cls, batch);
+      if (got == 0) got = arenas_.carve(c.list, cls, batch);
     }
     if (got != 0) {
       c.count += static_cast<uint32_t>(got);
@@ -323,24 +279,6 @@ size_t SlabPool::refill(ThreadCache& tc, unsigned cls) noexcept {
       if (recycle_free_arena()) continue;
     }
     return 0;  // the pool never grows: every arena is registered at create()
-  }
-  return 0;
-}
-
-size_t SlabPool::carve(FreeList& into, unsigned cls, size_t max) noexcept {
-  const size_t size = class_size(cls);
-  const size_t align = std::min(size, kPageSize);  // page-align large chunks for the NIC
-  std::lock_guard lock(carve_mu_);
-  for (auto& a : arenas_) {
-    size_t start = (a->carved + align - 1) / align * align;
-    if (start >= a->arena.size()) continue;
-    size_t n = std::min(max, (a->arena.size() - start) / size);
-    if (n == 0) continue;
-    for (size_t i = 0; i < n; ++i)
-      into.push_front(*detail::make_free_chunk(a->arena.base() + start + i * size, a.get(), size));
-    a->carved = start + n * size;
-    a->out.fetch_add(n, std::memory_order_relaxed);
-    return n;
   }
   return 0;
 }
@@ -361,50 +299,37 @@ void SlabPool::drain(ThreadCache& tc, unsigned cls, uint32_t keep) noexcept {
   }
 }
 
-void SlabPool::strip_locked(ArenaState* arena) noexcept {
-  for (auto& sh : shared_) {
-    size_t removed = 0;
-    sh.list.remove_and_dispose_if([arena](const FreeChunk& ch) { return ch.arena == arena; },
-                                  [&removed](FreeChunk*) { ++removed; });
-    sh.count -= removed;
-  }
-}
-
 namespace {
 
-// Locks every class mutex in index order, then the carve mutex.
-class AllLocks {
+// Locks every class mutex in index order (the lock order: detail/arena_set.h).
+class AllClassLocks {
  public:
-  AllLocks(std::array<detail::SharedClass, kNumClasses>& shared, std::mutex& carve)
-      : shared_(shared), carve_(carve) {
+  explicit AllClassLocks(std::array<detail::SharedClass, kNumClasses>& shared) : shared_(shared) {
     for (auto& sh : shared_) sh.mu.lock();
-    carve_.lock();
   }
-  ~AllLocks() {
-    carve_.unlock();
+  ~AllClassLocks() {
     for (auto it = shared_.rbegin(); it != shared_.rend(); ++it) it->mu.unlock();
   }
-  AllLocks(const AllLocks&) = delete;
-  AllLocks& operator=(const AllLocks&) = delete;
+  AllClassLocks(const AllClassLocks&) = delete;
+  AllClassLocks& operator=(const AllClassLocks&) = delete;
 
  private:
   std::array<detail::SharedClass, kNumClasses>& shared_;
-  std::mutex& carve_;
 };
 
 }  // namespace
 
 bool SlabPool::recycle_free_arena() noexcept {
-  AllLocks locks(shared_, carve_mu_);
-  for (auto& a : arenas_) {
-    if (a->carved == 0 || a->out.load(std::memory_order_relaxed) != 0) continue;
-    strip_locked(a.get());
-    // Chunk boundaries change: clear the old layout's poisoning before carving afresh.
-    RDMAREPL_MEMORY_UNPOISON(a->arena.base(), a->arena.size());
-    a->carved = 0;
-    return true;
-  }
-  return false;
+  AllClassLocks locks(shared_);
+  return arenas_.recycle_one([this](ArenaState* arena) {
+    // Its chunks leave the shared lists: the arena is carved afresh.
+    for (auto& sh : shared_) {
+      size_t removed = 0;
+      sh.list.remove_and_dispose_if([arena](const FreeChunk& ch) { return ch.arena == arena; },
+                                    [&removed](FreeChunk*) { ++removed; });
+      sh.count -= removed;
+    }
+  });
 }
 
 void SlabPool::flush_thread_cache() noexcept {
@@ -426,35 +351,11 @@ void SlabPool::flush_thread_cache() noexcept {
 MemoryStats SlabPool::stats() const {
   MemoryStats s;
   counters_->fill(s);
-  std::lock_guard lock(caches_mu_);
-  for (const auto& tc : caches_) {
-    for (unsigned c = 0; c < kNumClasses; ++c)
-      s.allocations[c] += tc->classes[c].allocations.load(std::memory_order_relaxed);
-  }
+  caches_.add_allocations(s.allocations);
   for (unsigned c = 0; c < kNumClasses; ++c)
     s.allocations[c] += uncached_allocations_[c].load(std::memory_order_relaxed);
-  std::lock_guard carve_lock(carve_mu_);
-  for (const auto& a : arenas_) s.chunks_out += a->out.load(std::memory_order_relaxed);
+  s.chunks_out += arenas_.chunks_out();
   return s;
-}
-
-size_t SlabPool::arena_count() const {
-  std::lock_guard lock(carve_mu_);
-  return arenas_.size();
-}
-
-size_t SlabPool::capacity_bytes() const {
-  std::lock_guard lock(carve_mu_);
-  size_t n = 0;
-  for (const auto& a : arenas_) n += a->arena.size();
-  return n;
-}
-
-std::vector<transport::RegisteredRegion> SlabPool::regions() const {
-  std::lock_guard lock(carve_mu_);
-  std::vector<transport::RegisteredRegion> out;
-  for (const auto& a : arenas_) out.push_back(a->arena.region());
-  return out;
 }
 
 }  // namespace rdmarepl::memory

@@ -1,5 +1,6 @@
 list(APPEND RDMAREPL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/arena.cc
+  ${CMAKE_CURRENT_LIST_DIR}/arena_set.cc
   ${CMAKE_CURRENT_LIST_DIR}/external_region.cc
   ${CMAKE_CURRENT_LIST_DIR}/registrar.cc
   ${CMAKE_CURRENT_LIST_DIR}/registration_cache.cc

@@ -27,6 +27,8 @@
 #include "rdmarepl/memory/arena.h"
 #include "rdmarepl/memory/buffer.h"
 #include "rdmarepl/memory/counters.h"
+#include "rdmarepl/memory/detail/arena_set.h"
+#include "rdmarepl/memory/detail/cache_set.h"
 #include "rdmarepl/memory/detail/slab_detail.h"
 #include "rdmarepl/memory/large_buffer.h"
 #include "rdmarepl/memory/registrar.h"
@@ -79,9 +81,11 @@ class alignas(kCacheLine) SlabPool {
   void flush_thread_cache() noexcept;
 
   [[nodiscard]] MemoryStats stats() const;
-  [[nodiscard]] size_t arena_count() const;
-  [[nodiscard]] size_t capacity_bytes() const;  // sum of arena sizes
-  [[nodiscard]] std::vector<transport::RegisteredRegion> regions() const;
+  [[nodiscard]] size_t arena_count() const { return arenas_.count(); }
+  [[nodiscard]] size_t capacity_bytes() const { return arenas_.capacity_bytes(); }
+  [[nodiscard]] std::vector<transport::RegisteredRegion> regions() const {
+    return arenas_.regions();
+  }
   [[nodiscard]] const PoolOptions& options() const noexcept { return options_; }
   [[nodiscard]] const Registrar& registrar() const noexcept { return registrar_; }
   [[nodiscard]] const Counters& counters() const noexcept { return *counters_; }
@@ -106,14 +110,12 @@ class alignas(kCacheLine) SlabPool {
   void release_slow(std::byte* p, detail::ArenaState* arena, unsigned cls) noexcept;
 
   detail::ThreadCache* local_cache() noexcept;  // attaches; null while the thread exits
-  detail::ThreadCache* attach_cache();
+  // A thread that exits returns its cache (ThreadStateAccess).
   void detach_cache(detail::ThreadCache* tc) noexcept;
   size_t refill(detail::ThreadCache& tc, unsigned cls) noexcept;
-  size_t carve(detail::FreeList& into, unsigned cls, size_t max) noexcept;
   void drain(detail::ThreadCache& tc, unsigned cls, uint32_t keep) noexcept;
+  // Re-carves an arena whose chunks are all back (every class mutex taken here).
   bool recycle_free_arena() noexcept;
-  void strip_locked(detail::ArenaState* arena) noexcept;
-  Status add_arena(size_t bytes);
   Buffer make_buffer(detail::FreeChunk& chunk, size_t size, unsigned cls) noexcept {
     detail::ArenaState* a = chunk.arena;
     RDMAREPL_MEMORY_UNPOISON(&chunk, class_size(cls));
@@ -126,16 +128,12 @@ class alignas(kCacheLine) SlabPool {
   const Registrar registrar_;
   Counters own_counters_;
   Counters* const counters_;
-  TranslationTable* const table_;
 
+  // Destroyed last: the lists below hold chunks of its memory (the destructor empties
+  // them first). Lock order: detail/arena_set.h.
+  detail::ArenaSet arenas_;
   std::array<detail::SharedClass, kNumClasses> shared_;
-  // Lock order: shared_[0].mu ... shared_[n-1].mu, then carve_mu_. Guards arenas_ (the
-  // vector, and each arena's `carved`).
-  mutable std::mutex carve_mu_;
-  std::vector<std::unique_ptr<detail::ArenaState>> arenas_;
-
-  mutable std::mutex caches_mu_;  // guards caches_ and ThreadCache::attached
-  std::vector<std::unique_ptr<detail::ThreadCache>> caches_;
+  detail::CacheSet caches_;
   // Allocations made by threads that are exiting and have no cache any more.
   std::array<std::atomic<uint64_t>, kNumClasses> uncached_allocations_{};
 };

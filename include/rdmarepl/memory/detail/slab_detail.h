@@ -65,7 +65,7 @@ struct ArenaState {
   // class mutex; zero means every chunk ever carved is back in the shared lists, so the
   // arena may be re-carved.
   std::atomic<uint64_t> out{0};
-  // Bump pointer for carving new chunks; guarded by SlabPool::carve_mu_.
+  // Bump pointer for carving new chunks; guarded by the ArenaSet's mutex.
   size_t carved = 0;
 };
 
@@ -83,7 +83,7 @@ struct alignas(kCacheLine) ThreadCache {
     for (unsigned c = 0; c < kNumClasses; ++c) classes[c].capacity = thread_cache_capacity(c);
   }
   std::array<Class, kNumClasses> classes;
-  bool attached = false;  // a live thread uses it (guarded by SlabPool::caches_mu_)
+  bool attached = false;  // a live thread uses it (guarded by the CacheSet's mutex)
 };
 
 // The shared stock of one class. The only lock on the allocation path, taken once per
