@@ -12,9 +12,9 @@ request, 0x62 NAK remote access error, 0x2x RNR NAK.
 --nak 0x61 prints, for each acknowledgement with that syndrome, the N packets (default 80)
 exchanged between the same two hosts up to it.
 
-Captures taken in the TCG guests sometimes hold a torn record (a record length no capture
-of snap length 96 can have); the reader then scans forward to the next plausible record
-header and says on stderr how many bytes it skipped.
+A torn record (a record length no capture of snap length 96 can have, as when two writers
+shared one file) makes the reader scan forward to the next plausible record header; it says
+on stderr how many bytes it skipped.
 """
 import argparse
 import struct

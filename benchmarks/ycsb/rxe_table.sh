@@ -121,8 +121,10 @@ fi
 cap_start=":"
 cap_stop=":"
 if [[ $capture -eq 1 ]]; then
-  cap_start='tcpdump -i eth0 -s 96 -B 8192 -w "/tmp/cap-$id.pcap" udp port 4791 >/dev/null 2>"$d/tcpdump-$n.err" & tpid=$!; sleep 1'
-  cap_stop='kill -INT $tpid; wait $tpid; cp "/tmp/cap-$id.pcap" "$d/cap-f$n.pcap"; rm -f "/tmp/cap-$id.pcap"'
+  # Straight into the row's directory (the guests' /tmp can be the host's, shared by all
+  # three); -Z root: tcpdump would otherwise drop to a user that cannot write there.
+  cap_start='tcpdump -Z root -i eth0 -s 96 -B 8192 -w "$d/cap-f$n.pcap" udp port 4791 >/dev/null 2>"$d/tcpdump-$n.err" & tpid=$!; sleep 1'
+  cap_stop='kill -INT $tpid; wait $tpid'
 fi
 
 cat >"$work/follower.sh" <<GUEST
