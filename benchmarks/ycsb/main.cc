@@ -130,6 +130,10 @@ int main(int argc, char** argv) {
   app.add_option("--poll-interval-us", poll_interval_us,
                  "the channels' idle poller round: sleep (sleep) or longest wait (blocking)")
       ->check(CLI::Range(1u, 1000000u));
+  app.add_option("--batch-bytes", o.batch_bytes,
+                 "the channels' batch_bytes: the size at which the leader seals a batch, sent "
+                 "to each follower as one write (default 65536)")
+      ->check(CLI::Range(size_t{1024}, size_t{16} << 20));
   app.add_flag("--tuning", o.tuning,
                "the leader channel's tuner on (the default XGBoost model); the read path has "
                "no tuner");

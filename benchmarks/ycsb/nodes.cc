@@ -89,6 +89,7 @@ replication::ChannelOptions node_options(const RunOptions& o) {
   c.retain_bytes = 32 << 20;
   c.polling = o.polling;
   c.poll_interval = o.poll_interval;
+  c.batch_bytes = o.batch_bytes;
   c.flush_delay = std::chrono::microseconds(50);
   c.pre_shared_key = o.pre_shared_key;
   return c;

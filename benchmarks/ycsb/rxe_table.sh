@@ -17,6 +17,16 @@
 #   --threads N (8)  --ops N (5000)  --records N (2000)  --timeout S (3000, the whole boot)
 #   --node-args "ARGS"                   more rdmarepl-ycsb flags for every node (e.g.
 #                                        "--poll-interval-us 1000"), the same on all three
+#   --netem "SPEC"                       a netem qdisc on every VM's NIC (e.g. "loss 1%"):
+#                                        packet loss makes rxe resend (docs/transport.md,
+#                                        "Soft-RoCE: remote_invalid_request ...")
+#   --rxe-trace                          rxe's responder and completer state traces (kernel
+#                                        dynamic debug) into each row's dmesg-*.txt; give the
+#                                        guests a large log: -- --kernel-args log_buf_len=64M
+#   --capture                            tcpdump (host's, snap length 96) of the RoCE packets
+#                                        on each follower VM into each row's cap-f*.pcap
+# Every row also keeps each node's rxe counters (`rdma statistic`) as stat-*.txt in its
+# directory under OUT_DIR/vm/shared.
 # Exit status 0 only when every row ran, verified (every value read was one the leader wrote
 # for its key), read something, and each follower served reads.
 # Run it under `flock /tmp/rdmarepl-vm.lock` so that it does not share the cores with other
@@ -36,6 +46,9 @@ ops=5000
 records=2000
 timeout_s=3000
 node_args=""
+netem=""
+trace=0
+capture=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --columns) columns="$2"; shift 2 ;;
@@ -46,12 +59,19 @@ while [[ $# -gt 0 ]]; do
     --records) records="$2"; shift 2 ;;
     --timeout) timeout_s="$2"; shift 2 ;;
     --node-args) node_args="$2"; shift 2 ;;
+    --netem) netem="$2"; shift 2 ;;
+    --rxe-trace) trace=1; shift ;;
+    --capture) capture=1; shift ;;
     --) shift; break ;;
     -h|--help) usage; exit 0 ;;
     *) echo "rxe_table: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 ycsb="$build/benchmarks/rdmarepl-ycsb"
+if [[ $capture -eq 1 ]] && ! command -v tcpdump >/dev/null; then
+  echo "rxe_table: --capture needs tcpdump on this machine (the guests run the host's)" >&2
+  exit 2
+fi
 [[ -x "$ycsb" ]] || { echo "rxe_table: $ycsb not built (cmake --build $build --target rdmarepl-ycsb)" >&2; exit 2; }
 vm_run="$here/../../tests/rxe/run-in-vm.sh"
 
@@ -84,14 +104,39 @@ for col in $columns; do
   done
 done
 
+# Guest-side pieces: set-up of each VM, and what each row keeps besides its results.
+setup=""
+[[ -n "$netem" ]] && setup+="modprobe sch_netem && tc qdisc replace dev eth0 root netem $netem || exit 1"$'\n'
+if [[ $trace -eq 1 ]]; then
+  setup+="mount -t debugfs none /sys/kernel/debug 2>/dev/null"$'\n'
+  setup+="echo 'func rxe_responder +p' >/sys/kernel/debug/dynamic_debug/control || exit 1"$'\n'
+  setup+="echo 'func rxe_completer +p' >/sys/kernel/debug/dynamic_debug/control || exit 1"$'\n'
+fi
+keep_f='rdma statistic show link rxe0/1 >"$d/stat-f$n.txt" 2>&1'
+keep_l='rdma statistic show link rxe0/1 >"$d/stat-l.txt" 2>&1'
+if [[ $trace -eq 1 ]]; then
+  keep_f+='; dmesg -c >"$d/dmesg-f$n.txt" 2>&1'
+  keep_l+='; dmesg -c >"$d/dmesg-l.txt" 2>&1'
+fi
+cap_start=":"
+cap_stop=":"
+if [[ $capture -eq 1 ]]; then
+  # Straight into the row's directory (the guests' /tmp can be the host's, shared by all
+  # three); -Z root: tcpdump would otherwise drop to a user that cannot write there.
+  cap_start='tcpdump -Z root -i eth0 -s 96 -B 8192 -w "$d/cap-f$n.pcap" udp port 4791 >/dev/null 2>"$d/tcpdump-$n.err" & tpid=$!; sleep 1'
+  cap_stop='kill -INT $tpid; wait $tpid'
+fi
+
 cat >"$work/follower.sh" <<GUEST
 #!/bin/bash
 # Follower n: for each run of the plan, a fresh follower on this VM's rxe address until the
 # client of that run is done.
 n=\$1
+$setup
 while read -r id port transport tuning w size col; do
   d="$shared/\$id"
   mkdir -p "\$d"
+  $cap_start
   "$ycsb" --role follower --transport \$transport --listen "\$RDMAREPL_RXE_ADDR" \\
       --port \$port --read-port \$((port + 1)) --psk "$psk" --value \$size $node_args \\
       >"\$d/follower-\$n.out" 2>"\$d/follower-\$n.err" &
@@ -100,12 +145,15 @@ while read -r id port transport tuning w size col; do
   kill -TERM \$pid 2>/dev/null
   wait \$pid
   echo \$? >"\$d/follower-\$n.rc"
+  $cap_stop
+  $keep_f
 done <"$plan"
 GUEST
 cat >"$work/leader.sh" <<GUEST
 #!/bin/bash
 # Leader and YCSB client: for each run, waits until both followers are READY, then runs.
 fail=0
+$setup
 while read -r id port transport tuning w size col; do
   d="$shared/\$id"
   mkdir -p "\$d"
@@ -123,6 +171,7 @@ while read -r id port transport tuning w size col; do
   "$ycsb" "\${args[@]}" --psk "$psk" --json "\$d/result.json" >"\$d/client.out" 2>"\$d/client.err"
   rc=\$?
   echo \$rc >"\$d/client.rc"
+  $keep_l
   date +%s >"\$d/end"
   [[ \$rc -eq 0 ]] || fail=1
   touch "\$d/done"

@@ -51,6 +51,9 @@ struct RunOptions {
   replication::PollingMode polling = replication::PollingMode::blocking;
   // The sleep (sleep) or longest wait (blocking) of an idle poller round.
   std::chrono::microseconds poll_interval{20};
+  // ChannelOptions::batch_bytes of every node: the leader seals a batch (one write to each
+  // follower) when it reaches this size.
+  size_t batch_bytes = 64 * 1024;
   // The leader channel's tuner (ChannelOptions::tuning, the default XGBoost tuner). The read
   // path has no tuner: its knobs (ReadClientOptions, ReadServerOptions) stay at defaults.
   bool tuning = false;

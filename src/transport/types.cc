@@ -45,7 +45,9 @@ std::string_view wc_status_advice(WcStatus s) noexcept {
     case WcStatus::remote_access_error:
       return "the peer rejected the rkey or address range; re-exchange ring descriptors";
     case WcStatus::remote_invalid_request:
-      return "the peer rejected the request (opcode unsupported or peer down); reconnect";
+      return "the peer refused the request as invalid (an operation its QP does not allow, a "
+             "message longer than its receive, or on Soft-RoCE a resent packet, see "
+             "docs/transport.md); reconnect";
     case WcStatus::remote_operation_error:
       return "the peer could not complete the operation; check the peer's log";
     case WcStatus::retry_exceeded:
