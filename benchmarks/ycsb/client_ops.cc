@@ -1,6 +1,7 @@
 // The operations of the client threads (client_ops.h).
 #include "client_ops.h"
 
+#include "rdmarepl/core/clock.h"
 #include "value_codec.h"
 
 namespace rdmarepl::ycsb {
@@ -52,6 +53,29 @@ bool read(Shared& s, reads::ReadClient& client, uint64_t i, const OwnWrites& min
   uint64_t own_version = 0;
   const reads::Consistency c = consistency_for(s, i, mine, own_version);
   return check_read(s, key, client.get(key, c), c, own_version);
+}
+
+bool own_write(Shared& s, OwnWrites& mine, uint64_t i) {
+  const auto ticket = write(s, i);
+  mine[i] = {ticket, s.versions[i].load()};
+  return committed(s, ticket);
+}
+
+void insert_one(Shared& s, OwnWrites& mine) {
+  const uint64_t start = mono_ns();
+  std::lock_guard lock(s.insert_mu);
+  const uint64_t i = s.inserted.load();
+  const bool ok = i < s.capacity && own_write(s, mine, i);
+  if (ok) s.inserted.fetch_add(1);
+  s.insert.record(mono_ns() - start);
+  if (!ok) ++s.insert_fail;
+}
+
+void read_modify_write(Shared& s, reads::ReadClient& client, OwnWrites& mine, uint64_t i) {
+  const uint64_t start = mono_ns();
+  const bool ok = read(s, client, i, mine) && own_write(s, mine, i);
+  s.rmw.record(mono_ns() - start);
+  if (!ok) ++s.rmw_fail;
 }
 
 }  // namespace rdmarepl::ycsb

@@ -60,6 +60,13 @@ bool check_read(Shared& s, const std::string& key, const Result<reads::ReadResul
                 const reads::Consistency& c, uint64_t own_version);
 // A blocking read of record `i`, checked.
 bool read(Shared& s, reads::ReadClient& client, uint64_t i, const OwnWrites& mine);
+// Writes record `i` through the leader, remembers it as the thread's own, and waits for
+// its commit.
+bool own_write(Shared& s, OwnWrites& mine, uint64_t i);
+// Runs one insert (one at a time: readers choose among records 0..inserted-1, all written)
+// and one read-modify-write of record `i`, each timed and counted.
+void insert_one(Shared& s, OwnWrites& mine);
+void read_modify_write(Shared& s, reads::ReadClient& client, OwnWrites& mine, uint64_t i);
 
 // Runs a client thread until the run's operations are issued: one operation at a time
 // (client_thread, ycsb_run.cc) or --inflight at once as an event loop (event_loop.cc).

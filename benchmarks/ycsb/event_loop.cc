@@ -73,19 +73,9 @@ class EventLoop {
       } else if (p < m.read + m.update) {
         start_update(s_.chooser.next(rng_, s_.inserted.load()));
       } else if (p < m.read + m.update + m.insert) {
-        const uint64_t start = mono_ns();
-        std::lock_guard lock(s_.insert_mu);
-        const uint64_t i = s_.inserted.load();
-        const bool ok = i < s_.capacity && own_write_committed(i);
-        if (ok) s_.inserted.fetch_add(1);
-        s_.insert.record(mono_ns() - start);
-        if (!ok) ++s_.insert_fail;
+        insert_one(s_, mine_);
       } else {
-        const uint64_t start = mono_ns();
-        const uint64_t i = s_.chooser.next(rng_, s_.inserted.load());
-        const bool ok = read(s_, client_, i, mine_) && own_write_committed(i);
-        s_.rmw.record(mono_ns() - start);
-        if (!ok) ++s_.rmw_fail;
+        read_modify_write(s_, client_, mine_, s_.chooser.next(rng_, s_.inserted.load()));
       }
     }
     return false;
@@ -146,12 +136,6 @@ class EventLoop {
       free_.push_back(k);
       return true;
     });
-  }
-
-  bool own_write_committed(uint64_t i) {
-    const auto ticket = write(s_, i);
-    mine_[i] = {ticket, s_.versions[i].load()};
-    return committed(s_, ticket);
   }
 
   Shared& s_;

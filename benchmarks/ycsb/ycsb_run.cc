@@ -23,11 +23,6 @@ void client_thread(Shared& s, uint32_t t, reads::ReadClient& client) {
       s.o.target_ops > 0 ? static_cast<double>(s.o.target_ops) / s.o.threads : 0;
   const uint64_t t0 = mono_ns();
   uint64_t done = 0;
-  auto own_write = [&](uint64_t i) {
-    const auto ticket = write(s, i);
-    mine[i] = {ticket, s.versions[i].load()};
-    return committed(s, ticket);
-  };
   while (s.issued.fetch_add(1) < s.o.operation_count) {
     if (per_thread > 0) {  // open the next operation on schedule
       const auto due = t0 + static_cast<uint64_t>(static_cast<double>(done) * 1e9 / per_thread);
@@ -42,22 +37,13 @@ void client_thread(Shared& s, uint32_t t, reads::ReadClient& client) {
       s.read.record(mono_ns() - start);
       if (!ok) ++s.read_fail;
     } else if (p < m.read + m.update) {
-      const bool ok = own_write(s.chooser.next(rng, s.inserted.load()));
+      const bool ok = own_write(s, mine, s.chooser.next(rng, s.inserted.load()));
       s.update.record(mono_ns() - start);
       if (!ok) ++s.update_fail;
     } else if (p < m.read + m.update + m.insert) {
-      // One insert at a time: readers choose among records 0..inserted-1, all written.
-      std::lock_guard lock(s.insert_mu);
-      const uint64_t i = s.inserted.load();
-      const bool ok = i < s.capacity && own_write(i);
-      if (ok) s.inserted.fetch_add(1);
-      s.insert.record(mono_ns() - start);
-      if (!ok) ++s.insert_fail;
+      insert_one(s, mine);
     } else {
-      const uint64_t i = s.chooser.next(rng, s.inserted.load());
-      const bool ok = read(s, client, i, mine) && own_write(i);
-      s.rmw.record(mono_ns() - start);
-      if (!ok) ++s.rmw_fail;
+      read_modify_write(s, client, mine, s.chooser.next(rng, s.inserted.load()));
     }
   }
 }

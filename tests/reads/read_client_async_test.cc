@@ -15,19 +15,13 @@ using test::ReadCluster;
 
 namespace {
 
-std::string key_of(int i) {
-  return "a-" + std::to_string(i);
-}
-std::string value_of(int i) {
-  std::string v = "async-" + std::to_string(i) + "-";
-  v.resize(100 + static_cast<size_t>(i % 300), static_cast<char>('a' + i % 26));
-  return v;
-}
+using test::read_key;
+using test::read_value;
 
 constexpr int kKeys = 500;
 
 void load(ReadCluster& c) {
-  for (int i = 0; i < kKeys; ++i) c.write(key_of(i), value_of(i));
+  for (int i = 0; i < kKeys; ++i) c.write(read_key(i), read_value(i));
   REQUIRE(c.leader->wait_all_acked(20s).ok());
 }
 
@@ -48,7 +42,7 @@ struct EventLoop {
   void start(int slot) {
     const int i = (started * 37) % kKeys;
     ++started;
-    keys[static_cast<size_t>(slot)] = key_of(i);
+    keys[static_cast<size_t>(slot)] = read_key(i);
     ++in_flight;
     max_in_flight = std::max(max_in_flight, in_flight);
     Status st = client.get_async(
@@ -58,7 +52,7 @@ struct EventLoop {
           if (!r.ok()) {
             if (first_error.empty()) first_error = r.error().message();
             ++failed;
-          } else if (r->status != ReadStatus::found || r->value != value_of(i)) {
+          } else if (r->status != ReadStatus::found || r->value != read_value(i)) {
             ++wrong;
           }
           if (started < total) start(slot);
@@ -104,7 +98,7 @@ TEST_CASE("reads: get_async of many keys, missing keys, no keys and at_least", "
   ReadCluster c(2);
   load(c);
   auto client = c.client();
-  const std::string k1 = key_of(1), k2 = key_of(2), absent = "absent";
+  const std::string k1 = read_key(1), k2 = read_key(2), absent = "absent";
   std::vector<std::string_view> ask{k1, absent, k2};
   int calls = 0;
   std::vector<ReadResult> got;
@@ -139,9 +133,9 @@ TEST_CASE("reads: get_async of many keys, missing keys, no keys and at_least", "
   CHECK(ran == 3);
   CHECK(calls == 1);
   REQUIRE(got.size() == 3);
-  CHECK(got[0].value == value_of(1));
+  CHECK(got[0].value == read_value(1));
   CHECK(got[1].status == ReadStatus::not_found);
-  CHECK(got[2].value == value_of(2));
+  CHECK(got[2].value == read_value(2));
   CHECK(empty_answered);
   CHECK(behind_status == ReadStatus::behind);
   CHECK(behind_by > 0);
@@ -159,7 +153,7 @@ TEST_CASE("reads: a get_async callback may not block in get(), nor poll again", 
   ReadCluster c(1);
   load(c);
   auto client = c.client();
-  const std::string k = key_of(3);
+  const std::string k = read_key(3);
   Status inner = ok_status();
   size_t inner_poll = 99;
   REQUIRE(client
@@ -180,14 +174,14 @@ TEST_CASE("reads: a get_async callback may not block in get(), nor poll again", 
   // Outside a callback the same thread may block in get().
   auto r = client->get(k);
   REQUIRE(r.ok());
-  CHECK(r->value == value_of(3));
+  CHECK(r->value == read_value(3));
 }
 
 TEST_CASE("reads: gets never driven complete with Errc::closed when the client goes", "[reads]") {
   ReadCluster c(1);
   load(c);
   auto client = c.client();
-  const std::string k = key_of(4);
+  const std::string k = read_key(4);
   int closed = 0, other = 0;
   for (int i = 0; i < 5; ++i) {
     REQUIRE(client
@@ -222,10 +216,10 @@ TEST_CASE("reads: blocking callers and an event loop share one client", "[reads]
     blockers.emplace_back([&, t] {
       for (int g = 0; !stop_blocking; ++g) {
         const int i = (t * 101 + g * 13) % kKeys;
-        auto r = (*client)->get(key_of(i));
+        auto r = (*client)->get(read_key(i));
         if (!r.ok())
           ++blocking_failed;
-        else if (r->value != value_of(i))
+        else if (r->value != read_value(i))
           ++blocking_wrong;
         ++blocking_done;
       }
@@ -233,7 +227,7 @@ TEST_CASE("reads: blocking callers and an event loop share one client", "[reads]
   }
   constexpr int kTotal = 2000;
   std::vector<std::string> keys(kTotal);
-  for (int i = 0; i < kTotal; ++i) keys[static_cast<size_t>(i)] = key_of(i % kKeys);
+  for (int i = 0; i < kTotal; ++i) keys[static_cast<size_t>(i)] = read_key(i % kKeys);
   std::thread closer([&] {
     std::this_thread::sleep_for(30ms);
     c.servers[0]->close();  // failover in the middle
@@ -248,7 +242,7 @@ TEST_CASE("reads: blocking callers and an event loop share one client", "[reads]
                               [&, i](Result<ReadResult> r) {
                                 if (!r.ok())
                                   ++failed;
-                                else if (r->value != value_of(i % kKeys))
+                                else if (r->value != read_value(i % kKeys))
                                   ++wrong;
                                 ++answered;
                               })

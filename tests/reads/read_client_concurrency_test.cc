@@ -16,14 +16,8 @@ using test::ReadCluster;
 
 namespace {
 
-std::string key_of(int i) {
-  return "c-" + std::to_string(i);
-}
-std::string value_of(int i) {
-  std::string v = "value-" + std::to_string(i) + "-";
-  v.resize(200 + static_cast<size_t>(i % 50), static_cast<char>('a' + i % 26));
-  return v;
-}
+using test::read_key;
+using test::read_value;
 
 constexpr int kKeys = 400;
 
@@ -45,7 +39,8 @@ struct Callers {
       const int i = (t * 131 + g * 17) % kKeys;
       // Single keys with any, three keys with at_least, and a missing key now and then:
       // messages mix callers, consistency levels do not.
-      const std::string k0 = key_of(i), k1 = key_of((i + 1) % kKeys), k2 = key_of((i + 2) % kKeys);
+      const std::string k0 = read_key(i), k1 = read_key((i + 1) % kKeys),
+                        k2 = read_key((i + 2) % kKeys);
       const std::string missing = "absent-" + std::to_string(g);
       std::vector<std::string_view> ask;
       Consistency c = Consistency::any();
@@ -65,10 +60,10 @@ struct Callers {
         ++failed;
         continue;
       }
-      bool right = (*r)[0].status == ReadStatus::found && (*r)[0].value == value_of(i);
+      bool right = (*r)[0].status == ReadStatus::found && (*r)[0].value == read_value(i);
       if (g % 3 == 1)
-        right = right && (*r)[1].value == value_of((i + 1) % kKeys) &&
-                (*r)[2].value == value_of((i + 2) % kKeys);
+        right = right && (*r)[1].value == read_value((i + 1) % kKeys) &&
+                (*r)[2].value == read_value((i + 2) % kKeys);
       if (g % 3 == 2) right = right && (*r)[1].status == ReadStatus::not_found;
       if (!right) ++wrong;
     }
@@ -80,7 +75,7 @@ struct Callers {
 TEST_CASE("reads: one client shared by threads coalesces their gets", "[reads][concurrency]") {
   ReadCluster c(2);
   Ticket last;
-  for (int i = 0; i < kKeys; ++i) last = c.write(key_of(i), value_of(i));
+  for (int i = 0; i < kKeys; ++i) last = c.write(read_key(i), read_value(i));
   REQUIRE(c.leader->wait_all_acked(20s).ok());
   auto client = c.client();
   constexpr int kThreads = 8;
@@ -104,7 +99,7 @@ TEST_CASE("reads: one client shared by threads coalesces their gets", "[reads][c
 TEST_CASE("reads: a shared client fails over while many threads read", "[reads][concurrency]") {
   ReadCluster c(2);
   Ticket last;
-  for (int i = 0; i < kKeys; ++i) last = c.write(key_of(i), value_of(i));
+  for (int i = 0; i < kKeys; ++i) last = c.write(read_key(i), read_value(i));
   REQUIRE(c.leader->wait_all_acked(20s).ok());
   auto o = c.client_options();
   o.reconnect_interval = 10s;

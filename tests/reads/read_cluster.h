@@ -45,6 +45,16 @@ struct SharedMapStore {
 
 using ReadChannel = ReplicationChannel<SharedMapStore>;
 
+// Key `i` of the read tests and its value: 200 to 249 bytes that only key `i` has.
+inline std::string read_key(int i) {
+  return "k-" + std::to_string(i);
+}
+inline std::string read_value(int i) {
+  std::string v = "value-" + std::to_string(i) + "-";
+  v.resize(200 + static_cast<size_t>(i % 50), static_cast<char>('a' + i % 26));
+  return v;
+}
+
 // A server publishes its counters after the round that sent the response: wait for them.
 template <class Pred>
 bool eventually(Pred pred) {
