@@ -10,9 +10,6 @@
 namespace rdmarepl::memory {
 namespace {
 
-uintptr_t start_of(const transport::RegisteredRegion& r) {
-  return reinterpret_cast<uintptr_t>(r.addr);
-}
 bool covers(transport::Access have, transport::Access want) {
   return (static_cast<uint32_t>(have) & static_cast<uint32_t>(want)) == static_cast<uint32_t>(want);
 }
@@ -53,7 +50,7 @@ RegistrationCache::Lru::iterator RegistrationCache::find_locked(uintptr_t addr, 
   auto it = by_start_.upper_bound(addr);
   if (it == by_start_.begin()) return lru_.end();
   auto entry = std::prev(it)->second;
-  const uintptr_t end = start_of(entry->region) + entry->region.length;
+  const uintptr_t end = entry->region.start() + entry->region.length;
   if (addr >= end || length > end - addr || !covers(entry->region.access, access))
     return lru_.end();
   return entry;
@@ -61,7 +58,7 @@ RegistrationCache::Lru::iterator RegistrationCache::find_locked(uintptr_t addr, 
 
 transport::RegisteredRegion RegistrationCache::remove_locked(Lru::iterator it) {
   auto region = it->region;
-  by_start_.erase(start_of(region));
+  by_start_.erase(region.start());
   if (table_ != nullptr) table_->erase(region.addr);
   lru_.erase(it);
   return region;
@@ -142,7 +139,7 @@ Result<RegistrationCache::Pin> RegistrationCache::acquire(const void* addr, size
 RegistrationCache::Pin RegistrationCache::pin_cached(
     const transport::RegisteredRegion& region) noexcept {
   std::lock_guard lock(mu_);
-  auto it = by_start_.find(start_of(region));
+  auto it = by_start_.find(region.start());
   if (it == by_start_.end() || it->second->region.length != region.length ||
       it->second->region.keys.lkey != region.keys.lkey)
     return {};

@@ -5,13 +5,6 @@
 #include <mutex>
 
 namespace rdmarepl::memory {
-namespace {
-
-uintptr_t start_of(const transport::RegisteredRegion& r) {
-  return reinterpret_cast<uintptr_t>(r.addr);
-}
-
-}  // namespace
 
 Status TranslationTable::insert(const transport::RegisteredRegion& region) {
   if (region.length == 0 || region.addr == nullptr)
@@ -19,7 +12,7 @@ Status TranslationTable::insert(const transport::RegisteredRegion& region) {
                  fmt::format("memory: cannot add the empty region at {} to the translation "
                              "table; register a non-empty range",
                              region.addr));
-  const uintptr_t start = start_of(region);
+  const uintptr_t start = region.start();
   const uintptr_t end = start + region.length;
   std::unique_lock lock(mu_);
   auto next = by_start_.lower_bound(start);
@@ -28,7 +21,7 @@ Status TranslationTable::insert(const transport::RegisteredRegion& region) {
                  fmt::format("memory: region [{:#x}, {:#x}) overlaps the registered region "
                              "[{:#x}, {:#x}); release that one first or register a disjoint "
                              "range",
-                             start, end, start_of(other), start_of(other) + other.length));
+                             start, end, other.start(), other.start() + other.length));
   };
   if (next != by_start_.end() && next->first < end) return clash(next->second);
   if (next != by_start_.begin()) {

@@ -41,6 +41,9 @@ struct RegisteredRegion {
   Access access = Access::local_write;
   // Transport-private handle (e.g. the ibv_mr*), passed back on deregistration.
   void* handle = nullptr;
+
+  // The first address as an integer, for ordering and range arithmetic.
+  [[nodiscard]] uintptr_t start() const noexcept { return reinterpret_cast<uintptr_t>(addr); }
 };
 
 // What a peer needs to write into a registered region: plain value, serialisable
