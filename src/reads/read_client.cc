@@ -49,6 +49,13 @@ struct ReadClient::Impl {
   }
   ~Impl();
 
+  // Refuses a Consistency::leader read (`leader`) when no leader is configured (lock held).
+  Status leader_available(bool leader) const {
+    if (leader && !engine.has_leader())
+      return Error(Errc::invalid_argument,
+                   "Consistency::leader read, but ReadClientOptions::leader is not set");
+    return ok_status();
+  }
   // Fills op's request from the caller's keys and consistency (not its keys' storage).
   void prepare(ReadOp& op, const Consistency& c) const;
   Status run(std::span<const std::string_view> keys, const Consistency& c,
@@ -62,7 +69,13 @@ struct ReadClient::Impl {
   void pass(std::unique_lock<std::mutex>& lock, const ReadOp& mine);
   // Leaves the poller role (lock held, released on return): wakes everyone answered, then
   // hands the role to a caller still waiting, if any.
-  void hand_off(std::unique_lock<std::mutex>& lock, const ReadOp& mine);
+  // `mine`: the leaving poller's own get (nullptr for poll(), which has none). Returns how
+  // many callbacks ran.
+  size_t hand_off(std::unique_lock<std::mutex>& lock, const ReadOp* mine);
+  // The poller's wait for responses (the lock not held): one poll(2) over the links with
+  // messages outstanding, for at most 1 ms (`block`) or not at all; with none, a 10 us nap
+  // (`block`) as no link can take a message.
+  void wait_for_responses(bool block);
   // Waits without the lock until the poller finished `op` or handed it the role.
   static void await(ReadOp& op) noexcept;
   // Wakes the callers of `ops` (the lock not held: an answered op is not touched again).
@@ -143,6 +156,17 @@ void ReadClient::Impl::await(ReadOp& op) noexcept {
   }
 }
 
+void ReadClient::Impl::wait_for_responses(bool block) {
+  if (waiting.empty()) {
+    if (block) std::this_thread::sleep_for(std::chrono::microseconds(10));
+    return;
+  }
+  // Wakes as soon as a response arrives. No spinning: a waiting client leaves the cores to
+  // the replicas; at most 1 ms, so that gets queued meanwhile go out and deadlines are
+  // checked.
+  (void)transport::wait_any(waiting, std::chrono::milliseconds(block ? 1 : 0));
+}
+
 void ReadClient::Impl::pass(std::unique_lock<std::mutex>& lock, const ReadOp& mine) {
   engine.send_pending();
   if (mine.done) return;
@@ -150,32 +174,27 @@ void ReadClient::Impl::pass(std::unique_lock<std::mutex>& lock, const ReadOp& mi
   engine.take_finished(finished);
   lock.unlock();
   deliver(&mine);
-  if (waiting.empty()) {
-    std::this_thread::sleep_for(std::chrono::microseconds(10));  // no link can take one
-  } else {
-    // One blocking poll(2) over every link with messages outstanding. No spinning: a
-    // waiting client leaves the cores to the replicas.
-    (void)transport::wait_any(waiting, std::chrono::milliseconds(1));
-  }
+  wait_for_responses(true);
   lock.lock();
   recycle();
   engine.reap();
   engine.expire(mono_ns());
 }
 
-void ReadClient::Impl::hand_off(std::unique_lock<std::mutex>& lock, const ReadOp& mine) {
+size_t ReadClient::Impl::hand_off(std::unique_lock<std::mutex>& lock, const ReadOp* mine) {
   // What was queued meanwhile goes out now, not after the hand-over.
   engine.send_pending();
   // Wake the answered callers while still holding the role: `finished` is the role's.
   engine.take_finished(finished);
   lock.unlock();
-  deliver(&mine);
+  const size_t ran = deliver(mine);
   lock.lock();
   recycle();
-  ReadOp* next = engine.waiter_other_than(&mine);
+  ReadOp* next = engine.waiter_other_than(mine);
   if (next == nullptr) poller = false;
   lock.unlock();
   if (next != nullptr) wake({&next, 1}, nullptr);  // woken not done: it takes the role
+  return ran;
 }
 
 void ReadClient::Impl::prepare(ReadOp& op, const Consistency& c) const {
@@ -206,9 +225,7 @@ Status ReadClient::Impl::run(std::span<const std::string_view> keys, const Consi
   op.out = &out;
   prepare(op, c);
   std::unique_lock lock(mu);
-  if (op.leader && !engine.has_leader())
-    return Error(Errc::invalid_argument,
-                 "Consistency::leader read, but ReadClientOptions::leader is not set");
+  RDMAREPL_TRY(leader_available(op.leader));
   engine.enqueue(op);
   if (poller) {
     // The poller answers us, or hands us its role.
@@ -220,7 +237,7 @@ Status ReadClient::Impl::run(std::span<const std::string_view> keys, const Consi
   }
   poller = true;
   while (!op.done) pass(lock, op);
-  hand_off(lock, op);
+  (void)hand_off(lock, &op);
   return std::move(op.status);
 }
 
@@ -228,9 +245,7 @@ Status ReadClient::Impl::start(std::span<const std::string_view> keys, const Con
                                ReadsCallback many, ReadCallback one) {
   std::unique_lock lock(mu);
   if (closing) return Error(Errc::closed, "get_async() while the ReadClient is being destroyed");
-  if (c.kind == Consistency::Kind::leader && !engine.has_leader())
-    return Error(Errc::invalid_argument,
-                 "Consistency::leader read, but ReadClientOptions::leader is not set");
+  RDMAREPL_TRY(leader_available(c.kind == Consistency::Kind::leader));
   AsyncRead& a = async.take();
   a.views.assign(keys.begin(), keys.end());
   a.results.assign(keys.size(), ReadResult{});
@@ -270,21 +285,12 @@ size_t ReadClient::Impl::poll(std::chrono::microseconds timeout) {
     last_look = now >= deadline;
     engine.waiting(waiting);
     lock.unlock();
-    if (waiting.empty()) {
-      if (!last_look) std::this_thread::sleep_for(std::chrono::microseconds(10));
-    } else {
-      // Wakes as soon as a response arrives; at most 1 ms, so that gets queued meanwhile
-      // by other threads go out and deadlines are checked.
-      (void)transport::wait_any(waiting, std::chrono::milliseconds(last_look ? 0 : 1));
-    }
+    wait_for_responses(!last_look);
     lock.lock();
     engine.reap();
     engine.expire(mono_ns());
   }
-  ReadOp* next = engine.waiter_other_than(nullptr);
-  if (next == nullptr) poller = false;
-  lock.unlock();
-  if (next != nullptr) wake({&next, 1}, nullptr);  // a blocking get() takes the role
+  ran += hand_off(lock, nullptr);  // to a blocking get() waiting, if any
   return ran;
 }
 
