@@ -112,12 +112,10 @@ if [[ $trace -eq 1 ]]; then
   setup+="echo 'func rxe_responder +p' >/sys/kernel/debug/dynamic_debug/control || exit 1"$'\n'
   setup+="echo 'func rxe_completer +p' >/sys/kernel/debug/dynamic_debug/control || exit 1"$'\n'
 fi
-keep_f='rdma statistic show link rxe0/1 >"$d/stat-f$n.txt" 2>&1'
-keep_l='rdma statistic show link rxe0/1 >"$d/stat-l.txt" 2>&1'
-if [[ $trace -eq 1 ]]; then
-  keep_f+='; dmesg -c >"$d/dmesg-f$n.txt" 2>&1'
-  keep_l+='; dmesg -c >"$d/dmesg-l.txt" 2>&1'
-fi
+# $who names the node in the file names: f1, f2 (followers) or l (the leader).
+keep='rdma statistic show link rxe0/1 >"$d/stat-$who.txt" 2>&1'
+[[ $trace -eq 1 ]] && keep+='; dmesg -c >"$d/dmesg-$who.txt" 2>&1'
+
 cap_start=":"
 cap_stop=":"
 if [[ $capture -eq 1 ]]; then
@@ -132,6 +130,7 @@ cat >"$work/follower.sh" <<GUEST
 # Follower n: for each run of the plan, a fresh follower on this VM's rxe address until the
 # client of that run is done.
 n=\$1
+who=f\$n
 $setup
 while read -r id port transport tuning w size col; do
   d="$shared/\$id"
@@ -146,13 +145,14 @@ while read -r id port transport tuning w size col; do
   wait \$pid
   echo \$? >"\$d/follower-\$n.rc"
   $cap_stop
-  $keep_f
+  $keep
 done <"$plan"
 GUEST
 cat >"$work/leader.sh" <<GUEST
 #!/bin/bash
 # Leader and YCSB client: for each run, waits until both followers are READY, then runs.
 fail=0
+who=l
 $setup
 while read -r id port transport tuning w size col; do
   d="$shared/\$id"
@@ -171,7 +171,7 @@ while read -r id port transport tuning w size col; do
   "$ycsb" "\${args[@]}" --psk "$psk" --json "\$d/result.json" >"\$d/client.out" 2>"\$d/client.err"
   rc=\$?
   echo \$rc >"\$d/client.rc"
-  $keep_l
+  $keep
   date +%s >"\$d/end"
   [[ \$rc -eq 0 ]] || fail=1
   touch "\$d/done"
