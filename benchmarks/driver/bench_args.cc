@@ -19,10 +19,18 @@ const std::vector<std::string> kLiveFlags = {"--sweep",
                                              "--burst-grid",
                                              "--burst-workloads",
                                              "--burst-csv",
+                                             "--shift",
+                                             "--shift-windows",
+                                             "--shift-cpu",
+                                             "--shift-refresh",
+                                             "--shift-block",
+                                             "--shift-csv",
                                              "--repeats",
                                              "--sweep-values",
                                              "--sweep-rates",
                                              "--sweep-windows",
+                                             "--sweep-repeat",
+                                             "--sweep-max-foreign-cpu",
                                              "--window-ms",
                                              "--sweep-out",
                                              "--seed",
@@ -142,6 +150,33 @@ void add_output_options(CLI::App& app, BenchArgs& a) {
   app.add_flag("--quiet", a.quiet, "no progress output")->group(g);
 }
 
+// --shift (benchmarks/tuning/shift.cc); it shares --rate, --phase-windows (the windows before
+// the move), --window-ms, --warmup-windows, --latency-target-us, --repeats and --model.
+void add_shift_options(CLI::App& app, BenchArgs& a) {
+  const std::string g =
+      "Online learning after the environment moves (--shift; docs/benchmarks.md \"Tuning: "
+      "online learning\")";
+  auto& l = a.live;
+  app.add_flag("--shift", a.shift,
+               "the XGBoost tuner with and without online learning, before and after the "
+               "follower is limited to --shift-cpu % of a CPU (a cgroup quota; needs root)")
+      ->group(g);
+  app.add_option("--shift-windows", l.shift_windows,
+                 "windows after the follower is limited (default 160)")
+      ->group(g);
+  app.add_option("--shift-cpu", l.shift_cpu, "% of one CPU the follower keeps (default 30)")
+      ->check(CLI::Range(1u, 100u))
+      ->group(g);
+  app.add_option("--shift-refresh", l.shift_refresh,
+                 "online: refresh the model every N live samples (default 32)")
+      ->check(CLI::PositiveNumber)
+      ->group(g);
+  app.add_option("--shift-block", l.shift_block, "windows per row of the table (default 20)")
+      ->check(CLI::PositiveNumber)
+      ->group(g);
+  app.add_option("--shift-csv", l.shift_csv, "per-window results (default shift.csv)")->group(g);
+}
+
 // --burst (benchmarks/tuning/burst.cc); it shares --rate, --phase-windows, --window-ms,
 // --warmup-windows, --latency-target-us (the SLO), --tuner-period-ms and --model.
 void add_burst_options(CLI::App& app, BenchArgs& a) {
@@ -179,16 +214,26 @@ void add_live_options(CLI::App& app, BenchArgs& a) {
                "--sweep-windows windows of --window-ms while a random walk moves the knobs")
       ->group(g);
   app.add_option("--sweep-values", l.sweep_values,
-                 "value sizes, comma separated (default 64,1024,4096,16384)")
+                 "value sizes, comma separated; each N or MIN-MAX (uniform), e.g. 64-16k "
+                 "(default 64,1024,4096,16384)")
       ->delimiter(',')
-      ->transform(count_suffix())
       ->group(g);
   app.add_option("--sweep-rates", l.sweep_rates,
                  "offered MB/s, comma separated (default 2,8,32,128)")
       ->delimiter(',')
       ->transform(count_suffix())
       ->group(g);
-  app.add_option("--sweep-windows", l.sweep_windows, "windows per cell (default 40)")->group(g);
+  app.add_option("--sweep-windows", l.sweep_windows, "settings per cell (default 40)")->group(g);
+  app.add_option("--sweep-repeat", l.sweep_repeat,
+                 "windows measured per setting; a row's outcome is their mean throughput and "
+                 "the p99 of all their latencies (default 1)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{20}))
+      ->group(g);
+  app.add_option("--sweep-max-foreign-cpu", l.sweep_max_foreign_cpu,
+                 "drop a row when, in one of its windows, the writer waited for a CPU longer "
+                 "than this % of the window (default 25)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{100}))
+      ->group(g);
   app.add_option("--window-ms", l.window_ms,
                  "window length (default 200 for --sweep, 250 for --phased)")
       ->group(g);
@@ -216,22 +261,24 @@ void add_live_options(CLI::App& app, BenchArgs& a) {
                  "per-window results for the plot (default phased.csv)")
       ->group(g);
   add_burst_options(app, a);
+  add_shift_options(app, a);
 }
 
 // "N" or "MIN-MAX" of counts.
-Status parse_value_size(const std::string& text, uint32_t& lo, uint32_t& hi) {
+Status parse_value_size(const std::string& flag, const std::string& text, uint32_t& lo,
+                        uint32_t& hi) {
   const auto dash = text.find('-');
   std::string a = text.substr(0, dash), b = dash == std::string::npos ? a : text.substr(dash + 1);
   std::string why = expand_count(a);
   if (why.empty()) why = expand_count(b);
-  if (!why.empty()) return Error(Errc::invalid_argument, "--value-size: " + why);
+  if (!why.empty()) return Error(Errc::invalid_argument, flag + ": " + why);
   const uint64_t min = std::stoull(a), max = std::stoull(b);
   if (min > max)
-    return Error(Errc::invalid_argument, "--value-size: range '" + text +
-                                             "' has MIN > MAX; write it as MIN-MAX, e.g. 16-1024");
+    return Error(Errc::invalid_argument,
+                 flag + ": range '" + text + "' has MIN > MAX; write it as MIN-MAX, e.g. 16-1024");
   if (max > (64u << 20))
     return Error(Errc::invalid_argument,
-                 "--value-size " + text + ": values up to 64 MiB are supported here");
+                 flag + " " + text + ": values up to 64 MiB are supported here");
   lo = static_cast<uint32_t>(min);
   hi = static_cast<uint32_t>(max);
   return ok_status();
@@ -274,22 +321,29 @@ void add_bench_options(CLI::App& app, BenchArgs& a) {
 }
 
 Status finish_bench_args(const CLI::App& app, BenchArgs& a) {
-  if (a.sweep || a.phased || a.burst) {
+  if (a.sweep || a.phased || a.burst || a.shift) {
     for (const CLI::Option* o : app.get_options()) {
       if (o->count() == 0 || o->get_name() == "--help") continue;
       if (std::find(kLiveFlags.begin(), kLiveFlags.end(), o->get_name()) == kLiveFlags.end())
-        return Error(
-            Errc::invalid_argument,
-            fmt::format("flag {} does not apply to --sweep / --phased / --burst", o->get_name()));
+        return Error(Errc::invalid_argument,
+                     fmt::format("flag {} does not apply to --sweep / --phased / --burst / --shift",
+                                 o->get_name()));
     }
     a.live.transport = a.config.transport;
     a.live.ack = a.config.ack;
     a.live.followers = app.count("--followers") != 0 ? a.config.followers : 1;
     a.live.seed = app.count("--seed") != 0 ? a.config.workload.seed : 1;
+    a.live.sweep_sizes.clear();
+    for (const auto& v : a.live.sweep_values) {
+      uint32_t lo = 0, hi = 0;
+      RDMAREPL_TRY(parse_value_size("--sweep-values", v, lo, hi));
+      if (lo == 0) return Error(Errc::invalid_argument, "--sweep-values: a value size is >= 1");
+      a.live.sweep_sizes.push_back({lo, hi});
+    }
     return ok_status();
   }
   auto& w = a.config.workload;
-  RDMAREPL_TRY(parse_value_size(a.value_size, w.value_min, w.value_max));
+  RDMAREPL_TRY(parse_value_size("--value-size", a.value_size, w.value_min, w.value_max));
   a.config.digest_only_store = a.store == "digest";
   if (w.keyspace == 0) w.keyspace = w.records;
   a.config.timeout = std::chrono::seconds(a.timeout_s);

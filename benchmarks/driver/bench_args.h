@@ -27,6 +27,7 @@ struct BenchArgs {
   bool sweep = false;
   bool phased = false;
   bool burst = false;
+  bool shift = false;
   LiveArgs live;
 };
 

@@ -2,7 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <random>
+#include <sstream>
 
 #include "control_socket.h"
 #include "flags.h"
@@ -68,8 +74,57 @@ void LiveCluster::set_workload(const LiveWorkload& w) {
   workload_version_.fetch_add(1);
 }
 
+std::vector<pid_t> LiveCluster::follower_pids() const {
+  std::vector<pid_t> out;
+  for (const auto& f : followers_) out.push_back(f.pid());
+  return out;
+}
+
 double LiveCluster::elapsed_s() const {
   return static_cast<double>(mono_ns() - t0_ns_) / 1e9;
+}
+
+namespace {
+
+double ticks_s(uint64_t ticks) {
+  static const double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  return static_cast<double>(ticks) / hz;
+}
+
+// user + nice + system of every CPU (the first line of /proc/stat), seconds; -1 if unknown.
+double machine_busy_s() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  uint64_t user = 0, nice = 0, system = 0;
+  if (!(in >> cpu >> user >> nice >> system) || cpu != "cpu") return -1;
+  return ticks_s(user + nice + system);
+}
+
+// utime + stime of process `pid` (fields 14 and 15 of /proc/<pid>/stat), seconds; -1 if
+// unknown.
+double process_cpu_s(const std::string& pid) {
+  std::ifstream in("/proc/" + pid + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(text.substr(close + 2));
+  std::string field;
+  uint64_t utime = 0, stime = 0;
+  for (int i = 3; i <= 13; ++i) rest >> field;  // state .. cmajflt
+  if (!(rest >> utime >> stime)) return -1;
+  return ticks_s(utime + stime);
+}
+
+}  // namespace
+
+double LiveCluster::own_cpu_s() const {
+  double total = process_cpu_s("self");
+  for (const auto& f : followers_) {
+    const double t = process_cpu_s(std::to_string(f.pid()));
+    if (t < 0 || total < 0) return -1;
+    total += t;
+  }
+  return total;
 }
 
 void LiveCluster::pace() noexcept {
@@ -130,7 +185,14 @@ LiveWindow LiveCluster::measure(std::chrono::milliseconds d) {
   w.records = m.records_replicated - last_.records_replicated;
   w.bytes = m.bytes_replicated - last_.bytes_replicated;
   last_ = m;
+  const uint64_t t_prev_ns = last_ns_;
   last_ns_ = now;
+  const double machine = machine_busy_s(), own = own_cpu_s();
+  if (machine >= 0 && own >= 0 && last_machine_s_ >= 0 && last_own_s_ >= 0)
+    w.foreign_cpus = std::max(0.0, (machine - last_machine_s_) - (own - last_own_s_)) /
+                     (static_cast<double>(now - t_prev_ns) / 1e9);
+  last_machine_s_ = machine;
+  last_own_s_ = own;
   return w;
 }
 

@@ -5,6 +5,7 @@
 // --sweep (the tuning dataset) and --phased (benchmarks/tuning/).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -37,9 +38,12 @@ struct LiveArgs {
   replication::TransportKind transport = replication::TransportKind::automatic;
   replication::AckMode ack = replication::AckMode::all;
   uint32_t followers = 1;
-  std::vector<uint64_t> sweep_values = {64, 1024, 4096, 16384};
+  std::vector<std::string> sweep_values = {"64", "1024", "4096", "16384"};
+  std::vector<std::array<uint32_t, 2>> sweep_sizes;  // sweep_values parsed: {min, max}
   std::vector<uint64_t> sweep_rates = {2, 8, 32, 128};
   uint64_t sweep_windows = 40;
+  uint64_t sweep_repeat = 1;            // windows measured per setting
+  uint64_t sweep_max_foreign_cpu = 25;  // % of a CPU other processes may use in a window
   uint64_t window_ms = 0;
   uint64_t seed = 1;
   std::string sweep_out = "sweep.csv";
@@ -57,6 +61,12 @@ struct LiveArgs {
   size_t burst_grid = 0;  // 0: the whole static grid
   std::vector<std::string> burst_workloads = {"1k", "mixed"};
   std::string burst_csv = "burst.csv";
+  // --shift
+  uint64_t shift_windows = 160;
+  unsigned shift_cpu = 30;  // % of one CPU the follower keeps
+  size_t shift_refresh = 32;
+  uint64_t shift_block = 20;
+  std::string shift_csv = "shift.csv";
 };
 
 // One measured window.
@@ -66,6 +76,12 @@ struct LiveWindow {
   tuning::Knobs knobs;                      // in force during the window
   metrics::Histogram::Snapshot latency_ns;  // commit latency recorded in the window
   uint64_t records = 0, bytes = 0;          // accepted in the window
+  // CPUs that processes outside the cluster kept busy in the window (machine-wide user +
+  // system time from /proc/stat, less the leader's and the followers' own), e.g. 0.3 = 30%
+  // of one CPU; negative when /proc does not say. A window where another process took a
+  // CPU measured the machine, not the knobs; the cluster's own threads competing for the
+  // CPUs (a busy poller beside the writer) are part of what a setting costs.
+  double foreign_cpus = -1;
 };
 
 class LiveCluster {
@@ -80,6 +96,7 @@ class LiveCluster {
 
   void set_workload(const LiveWorkload& w);
   Channel& channel() { return *channel_; }
+  [[nodiscard]] std::vector<pid_t> follower_pids() const;
   // Sleeps `d`, then returns the window since the previous measure() (or start).
   LiveWindow measure(std::chrono::milliseconds d);
   // Stops the pacer, waits for every acknowledgement and compares every follower's digest
@@ -88,6 +105,9 @@ class LiveCluster {
   [[nodiscard]] double elapsed_s() const;
 
  private:
+  // CPU seconds so far: the machine's busy time, and the cluster's processes'; -1 when
+  // unknown.
+  [[nodiscard]] double own_cpu_s() const;
   LiveCluster() = default;
   void pace() noexcept;
 
@@ -103,6 +123,7 @@ class LiveCluster {
   std::atomic<uint64_t> workload_version_{0};
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> write_failures_{0};
+  double last_machine_s_ = -1, last_own_s_ = -1;
   std::thread pacer_;
 };
 

@@ -265,6 +265,7 @@ int main(int argc, char** argv) {
   if (args.sweep) return run_sweep(args.live);
   if (args.phased) return run_phased(args.live);
   if (args.burst) return run_burst(args.live);
+  if (args.shift) return run_shift(args.live);
 
   args.config.progress = !args.quiet && ::isatty(STDOUT_FILENO);
   const auto machine = machine_info();

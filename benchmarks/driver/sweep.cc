@@ -1,7 +1,8 @@
 // rdmarepl-bench --sweep: for each (value size, offered rate) cell, runs windows of the live
-// cluster while a random walk moves the leader's knobs between windows, and writes one
-// dataset row (docs/tuning.md, "Dataset format") per pair of consecutive windows: the first
-// window's observation and knobs, the knobs applied next, and what the next window measured.
+// cluster while a random walk moves the leader's knobs between settings, and writes one
+// dataset row (docs/tuning.md, "Dataset format") per move: the last window's observation and
+// knobs before it, the knobs applied, and what the --sweep-repeat windows under them measured.
+// Rows with a window in which other processes kept a CPU busy are dropped and counted.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -74,7 +75,7 @@ int run_sweep(const LiveArgs& args) {
   if (!config) return fail(config.error().message());
   const uint64_t window_ms = args.window_ms != 0 ? args.window_ms : 200;
   if (args.sweep_windows < 3) return fail("--sweep-windows must be >= 3");
-  if (args.sweep_values.empty() || args.sweep_rates.empty())
+  if (args.sweep_sizes.empty() || args.sweep_rates.empty())
     return fail("--sweep-values and --sweep-rates need at least one entry");
   const std::string& out = args.sweep_out;
 
@@ -83,45 +84,77 @@ int run_sweep(const LiveArgs& args) {
   auto cluster = LiveCluster::start(*config, leader);
   if (!cluster) return fail(cluster.error().to_string());
   LiveCluster& c = **cluster;
-  fmt::print("sweep: {} value sizes x {} rates x {} windows of {} ms, {} follower(s) over {}\n",
-             args.sweep_values.size(), args.sweep_rates.size(), args.sweep_windows, window_ms,
-             config->followers, c.channel().transport_name());
+  fmt::print(
+      "sweep: {} value sizes x {} rates x {} settings x {} windows of {} ms, {} follower(s) "
+      "over {}\n",
+      args.sweep_sizes.size(), args.sweep_rates.size(), args.sweep_windows, args.sweep_repeat,
+      window_ms, config->followers, c.channel().transport_name());
 
   std::mt19937_64 rng(args.seed);
   std::vector<tuning::Sample> rows;
+  uint64_t dropped_total = 0;
+  // A window in which other processes kept more than the allowed share of a CPU busy
+  // measured the machine, not the knobs.
+  const double max_foreign = static_cast<double>(args.sweep_max_foreign_cpu) / 100.0;
+  const auto disturbed = [&](const LiveWindow& w) { return w.foreign_cpus > max_foreign; };
   const auto win = std::chrono::milliseconds(window_ms);
-  for (uint64_t v : args.sweep_values)
+  for (const auto& [vmin, vmax] : args.sweep_sizes)
     for (uint64_t r : args.sweep_rates) {
       LiveWorkload w;
       w.offered_mb_s = static_cast<double>(r);
-      w.value_min = w.value_max = static_cast<uint32_t>(v);
+      w.value_min = vmin;
+      w.value_max = vmax;
+      const std::string v = vmin == vmax ? std::to_string(vmin) : fmt::format("{}-{}", vmin, vmax);
       c.set_workload(w);
       // The first window of a cell mixes two workloads: measured, then dropped.
       (void)c.measure(win);
       tuning::Knobs under = tuning::clamp(c.channel().knobs(), bounds);
       LiveWindow prev = c.measure(win);
       double mb = 0, p99 = 0;
+      uint64_t kept = 0, dropped = 0;
       for (uint64_t i = 1; i < args.sweep_windows; ++i) {
         const tuning::Knobs want = next_knobs(under, bounds, rng);
         if (auto st = c.channel().apply_knobs(want); !st.ok()) return fail(st.error().message());
         const tuning::Knobs applied = tuning::clamp(c.channel().knobs(), bounds);
-        LiveWindow cur = c.measure(win);
-        rows.push_back(tuning::Sample{prev.obs, under, applied, tuning::outcome_of(cur.obs)});
-        mb += cur.obs.bytes_per_s / 1e6;
-        p99 = std::max(p99, cur.obs.latency_p99_us);
+        // The setting's outcome: `sweep_repeat` windows under it, their mean throughput and
+        // the p99 of all their latencies (what one window of that total length measures).
+        bool clean = !disturbed(prev);
+        metrics::Histogram::Snapshot lat;
+        double bytes_per_s = 0;
+        LiveWindow cur;
+        for (uint64_t j = 0; j < args.sweep_repeat; ++j) {
+          cur = c.measure(win);
+          clean = clean && !disturbed(cur);
+          lat.add(cur.latency_ns);
+          bytes_per_s += cur.obs.bytes_per_s / static_cast<double>(args.sweep_repeat);
+        }
+        const tuning::Outcome outcome{bytes_per_s, static_cast<double>(lat.percentile(0.99)) / 1e3};
+        if (clean) {
+          rows.push_back(tuning::Sample{prev.obs, under, applied, outcome});
+          mb += outcome.bytes_per_s / 1e6;
+          p99 = std::max(p99, outcome.latency_p99_us);
+          ++kept;
+        } else {
+          ++dropped;
+        }
         prev = cur;
         under = applied;
       }
+      dropped_total += dropped;
       fmt::print(
-          "  value {:>6} B, offered {:>4} MB/s: mean {:7.2f} MB/s, worst window p99 {:9.0f} us\n",
-          v, r, mb / static_cast<double>(args.sweep_windows - 1), p99);
+          "  value {:>9} B, offered {:>4} MB/s: mean {:7.2f} MB/s, worst p99 {:9.0f} us, "
+          "{} rows, {} dropped (other processes busy)\n",
+          v, r, kept > 0 ? mb / static_cast<double>(kept) : 0.0, p99, kept, dropped);
       std::fflush(stdout);
     }
   auto verified = c.finish(std::chrono::seconds(120));
   if (!verified) return fail("finishing the run: " + verified.error().to_string());
   if (auto st = tuning::write_dataset(out, rows); !st.ok()) return fail(st.error().message());
-  fmt::print("wrote {} rows to {}; followers {}\n", rows.size(), out,
-             *verified ? "verified (digests equal the leader's)" : "DIFFER from the leader");
+  fmt::print(
+      "wrote {} rows to {} ({} dropped: other processes kept > {}% of a CPU busy); "
+      "followers {}\n",
+      rows.size(), out, dropped_total, args.sweep_max_foreign_cpu,
+      *verified ? "verified (digests equal the leader's)" : "DIFFER from the leader");
   return *verified ? 0 : 1;
 }
 

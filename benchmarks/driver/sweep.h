@@ -11,5 +11,7 @@ int run_sweep(const LiveArgs& args);
 int run_phased(const LiveArgs& args);
 // --burst (benchmarks/tuning/burst.cc): the burst experiment.
 int run_burst(const LiveArgs& args);
+// --shift (benchmarks/tuning/shift.cc): online learning after the environment moves.
+int run_shift(const LiveArgs& args);
 
 }  // namespace rdmarepl::bench

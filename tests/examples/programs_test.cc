@@ -7,9 +7,12 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -132,6 +135,87 @@ TEST_CASE("bench driver --burst runs every strategy over the schedule and report
   size_t lines = 0;
   for (std::string line; std::getline(in, line);) ++lines;
   CHECK(lines == 1 + 6 * 2 * 4);
+  std::remove(csv.c_str());
+}
+
+TEST_CASE("bench driver --sweep writes one row per setting and drops none on an idle writer",
+          "[bench]") {
+  // One cell, 4 settings (3 moves) of 2 windows each: 3 rows, each a whole dataset row.
+  const std::string csv = temp_path("sweep") + ".csv";
+  auto r = run(std::string(RDMAREPL_BENCH_BIN) +
+               " --sweep --sweep-values 1024 --sweep-rates 4 --sweep-windows 4 --sweep-repeat 2"
+               " --window-ms 100 --transport tcp --sweep-out " +
+               csv);
+  INFO(r.text);
+  REQUIRE(r.code == 0);
+  CHECK(r.text.find("4 settings x 2 windows of 100 ms") != std::string::npos);
+  // A row is dropped only when the writer waited for a CPU > 25% of a window; a 4 MB/s
+  // writer on a machine running ctest -j2 may be, so the rows and the drops add up to 3.
+  std::smatch m;
+  REQUIRE(std::regex_search(r.text, m, std::regex("wrote ([0-9]+) rows .* \\(([0-9]+) dropped")));
+  CHECK(std::stoi(m[1]) + std::stoi(m[2]) == 3);
+  CHECK(r.text.find("followers verified") != std::string::npos);
+  std::ifstream in(csv);
+  std::string header;
+  REQUIRE(std::getline(in, header));
+  CHECK(header.find("out_p99_us") != std::string::npos);
+  size_t rows = 0;
+  for (std::string line; std::getline(in, line);) ++rows;
+  CHECK(rows == static_cast<size_t>(std::stoi(m[1])));
+  std::remove(csv.c_str());
+}
+
+TEST_CASE("bench driver --shift limits the follower and records the model's predictions",
+          "[bench]") {
+  // The cgroup CPU quota needs root and a cpu controller: without them the run must fail
+  // with a message saying so, and the rest cannot be checked here.
+  const bool v1 = ::access("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", W_OK) == 0;
+  const bool v2 = ::access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0 &&
+                  ::access("/sys/fs/cgroup/cpu.stat", F_OK) == 0 && ::geteuid() == 0;
+  const std::string csv = temp_path("shift") + ".csv";
+  auto r = run(std::string(RDMAREPL_BENCH_BIN) +
+               " --shift --phase-windows 4 --shift-windows 4 --shift-block 4 --shift-refresh 2"
+               " --shift-cpu 50 --window-ms 100 --warmup-windows 1 --repeats 1 --rate 4"
+               " --transport tcp --shift-csv " +
+               csv);
+  INFO(r.text);
+  if (!v1 && !v2) {
+    WARN(
+        "skipped the run's checks: no writable cgroup cpu controller here (needs root and "
+        "/sys/fs/cgroup/cpu or a cgroup v2 cpu controller)");
+    CHECK(r.code == 2);
+    CHECK(r.text.find("cgroup") != std::string::npos);
+    return;
+  }
+  REQUIRE(r.code == 0);
+  CHECK(r.text.find("verified: yes") != std::string::npos);
+  // Two strategies x 2 blocks (before and after the move).
+  for (const char* s : {"online ", "frozen "})
+    CHECK(std::regex_search(r.text, std::regex(std::string("\\n") + s + " +1 +4\\*")));
+  // Every window after the first has a prediction; the online model was refreshed (every 2
+  // samples), the frozen one never.
+  std::ifstream in(csv);
+  std::string line;
+  REQUIRE(std::getline(in, line));
+  size_t rows = 0, predicted = 0, refreshed = 0, frozen_refreshed = 0;
+  while (std::getline(in, line)) {
+    ++rows;
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    REQUIRE(f.size() >= 11);
+    if (f[6] != "nan") ++predicted;
+    if (f[1] == "online" && std::stoi(f[10]) > 1) ++refreshed;
+    if (f[1] == "frozen" && std::stoi(f[10]) > 1) ++frozen_refreshed;
+  }
+  CHECK(rows == 2 * 8);
+  CHECK(predicted == 2 * 7);
+  CHECK(refreshed > 0);
+  CHECK(frozen_refreshed == 0);
+  // The follower's group is gone after the run.
+  const char* root = v1 ? "/sys/fs/cgroup/cpu" : "/sys/fs/cgroup";
+  for (const auto& e : std::filesystem::directory_iterator(root))
+    CHECK(e.path().filename().string().rfind("rdmarepl-bench-", 0) != 0);
   std::remove(csv.c_str());
 }
 
