@@ -19,6 +19,7 @@ const std::vector<std::string> kLiveFlags = {"--sweep",
                                              "--burst-grid",
                                              "--burst-workloads",
                                              "--burst-csv",
+                                             "--burst-summary",
                                              "--shift",
                                              "--shift-windows",
                                              "--shift-cpu",
@@ -201,6 +202,11 @@ void add_burst_options(CLI::App& app, BenchArgs& a) {
       ->check(CLI::IsMember({"1k", "mixed"}))
       ->group(g);
   app.add_option("--burst-csv", l.burst_csv, "per-window results (default burst.csv)")->group(g);
+  app.add_flag("--burst-summary", l.burst_summary,
+               "do not run: print the report of the run whose --burst-csv is given (needs the "
+               "run's --rate, --burst-cycles, --phase-windows, --window-ms and "
+               "--latency-target-us)")
+      ->group(g);
 }
 
 void add_live_options(CLI::App& app, BenchArgs& a) {

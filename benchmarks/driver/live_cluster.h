@@ -61,6 +61,7 @@ struct LiveArgs {
   size_t burst_grid = 0;  // 0: the whole static grid
   std::vector<std::string> burst_workloads = {"1k", "mixed"};
   std::string burst_csv = "burst.csv";
+  bool burst_summary = false;  // report from burst_csv instead of running
   // --shift
   uint64_t shift_windows = 160;
   unsigned shift_cpu = 30;  // % of one CPU the follower keeps

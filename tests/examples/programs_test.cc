@@ -135,11 +135,27 @@ TEST_CASE("bench driver --burst runs every strategy over the schedule and report
   size_t lines = 0;
   for (std::string line; std::getline(in, line);) ++lines;
   CHECK(lines == 1 + 6 * 2 * 4);
+  // --burst-summary reads the CSV back into the same report, line for line.
+  auto again = run(std::string(RDMAREPL_BENCH_BIN) +
+                   " --burst --burst-summary --burst-cycles 1 --phase-windows 2 --window-ms 100"
+                   " --rate 5 --burst-csv " +
+                   csv);
+  INFO(again.text);
+  REQUIRE(again.code == 0);
+  const auto report = [](const std::string& text) {
+    std::string out;
+    std::istringstream text_in(text);
+    for (std::string line; std::getline(text_in, line);)
+      if (std::regex_search(line, std::regex("^([a-z-]+[0-9]* +[0-9.]+ \\[|[a-z]+: windows)")))
+        out += line + "\n";
+    return out;
+  };
+  CHECK(report(again.text) == report(r.text));
+  CHECK(report(again.text).find("best-fixed ") != std::string::npos);
   std::remove(csv.c_str());
 }
 
-TEST_CASE("bench driver --sweep writes one row per setting and drops none on an idle writer",
-          "[bench]") {
+TEST_CASE("bench driver --sweep writes one row per setting, less the disturbed ones", "[bench]") {
   // One cell, 4 settings (3 moves) of 2 windows each: 3 rows, each a whole dataset row.
   const std::string csv = temp_path("sweep") + ".csv";
   auto r = run(std::string(RDMAREPL_BENCH_BIN) +
