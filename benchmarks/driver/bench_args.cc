@@ -217,10 +217,11 @@ void add_live_options(CLI::App& app, BenchArgs& a) {
   auto& l = a.live;
   app.add_flag("--sweep", a.sweep,
                "write the tuning dataset (CSV): for each value size x offered rate, "
-               "--sweep-windows windows of --window-ms while a random walk moves the knobs")
+               "--sweep-windows settings of --sweep-repeat windows while a random walk moves the "
+               "knobs")
       ->group(g);
   app.add_option("--sweep-values", l.sweep_values,
-                 "value sizes, comma separated; each N or MIN-MAX (uniform), e.g. 64-16k "
+                 "value sizes, comma separated; each N or MIN-MAX (uniform), e.g. 64-16384 "
                  "(default 64,1024,4096,16384)")
       ->delimiter(',')
       ->group(g);
