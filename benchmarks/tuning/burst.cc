@@ -279,24 +279,23 @@ void print_targets(const Table& t, const std::string& tuner) {
 // fixed runs (names starting "fixed-").
 void tabulate(std::vector<Run> runs, double slo, size_t np, const std::string& workload,
               uint32_t repeat, Table& table) {
+  std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.name < b.name; });
   std::vector<Run> fixed;
-  for (auto& run : runs) {
-    table[run.name].push_back(summarise(run, slo, np));
-    if (run.name.rfind("fixed-", 0) == 0) fixed.push_back(std::move(run));
-  }
-  std::sort(fixed.begin(), fixed.end(), [](const Run& a, const Run& b) { return a.name < b.name; });
-  const Run* best = nullptr;
+  std::optional<size_t> best;  // index into `fixed`
   Summary best_s;
-  for (const auto& f : fixed) {
-    Summary s = summarise(f, slo, np);
-    if (best == nullptr || better(s, best_s)) {
-      best = &f;
+  for (auto& run : runs) {
+    Summary s = summarise(run, slo, np);
+    table[run.name].push_back(s);
+    if (run.name.rfind("fixed-", 0) != 0) continue;
+    if (!best || better(s, best_s)) {
+      best = fixed.size();
       best_s = s;
     }
+    fixed.push_back(std::move(run));
   }
-  if (best == nullptr) return;
+  if (!best) return;
   table["best-fixed"].push_back(best_s);
-  fmt::print("{} repeat {}: best-fixed is {}\n", workload, repeat + 1, best->name);
+  fmt::print("{} repeat {}: best-fixed is {}\n", workload, repeat + 1, fixed[*best].name);
   table["oracle"].push_back(summarise(oracle_of(fixed, slo, np), slo, np));
 }
 
@@ -337,6 +336,14 @@ void print_report(const LiveArgs& args, const std::string& kind, uint64_t window
     if (table.count(t) != 0 && table.count("best-fixed") != 0) print_targets(table, t);
 }
 
+// The comma-separated cells of one CSV line (the CSV has no quoted cells).
+std::vector<std::string> cells(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream in(line);
+  for (std::string c; std::getline(in, c, ',');) out.push_back(c);
+  return out;
+}
+
 // --burst-summary: the report of a run from its per-window CSV (--burst-csv). The offered
 // load of a window is its CSV column, or, in a CSV written before that column existed,
 // --rate (base) and 1.5 --rate (burst).
@@ -348,11 +355,8 @@ int summarise_csv(const LiveArgs& args, uint64_t window_ms) {
     return 2;
   }
   std::map<std::string, size_t> col;
-  {
-    std::stringstream h(line);
-    size_t i = 0;
-    for (std::string c; std::getline(h, c, ',');) col[c] = i++;
-  }
+  size_t index = 0;
+  for (const auto& c : cells(line)) col[c] = index++;
   for (const char* c : {"repeat", "workload", "strategy", "cycle", "phase", "p99_us", "mb_s"})
     if (col.count(c) == 0) {
       fmt::print(stderr, "rdmarepl-bench --burst-summary: {} has no column '{}'\n", args.burst_csv,
@@ -365,9 +369,7 @@ int summarise_csv(const LiveArgs& args, uint64_t window_ms) {
   std::map<std::string, size_t> phases;
   std::vector<std::string> order;
   while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::stringstream ls(line);
-    for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
+    const std::vector<std::string> f = cells(line);
     if (f.size() < col.size()) continue;
     const bool burst = f[col["phase"]] == "burst";
     const size_t phase = 2 * std::stoul(f[col["cycle"]]) + (burst ? 1 : 0);
