@@ -128,9 +128,12 @@ DeviceRates DeviceCounterSampler::sample(const DeviceCounterTotals& now, uint64_
     r.tx_bytes_per_s = rate({"port_xmit_data"}, 4.0);
     r.rx_bytes_per_s = rate({"port_rcv_data"}, 4.0);
     r.tx_wait_per_s = rate({"port_xmit_wait"}, 1.0);
-    r.retransmits_per_s = rate(
-        {"packet_seq_err", "local_ack_timeout_err", "out_of_sequence", "implied_nak_seq_err"}, 1.0);
-    r.rnr_naks_per_s = rate({"rnr_nak_retry_err"}, 1.0);
+    // Hardware NICs (mlx5's names) and Soft-RoCE (rxe: the requester's retries after a
+    // timeout or a sequence NAK, and the RNR NAKs it received) name these differently.
+    r.retransmits_per_s = rate({"packet_seq_err", "local_ack_timeout_err", "out_of_sequence",
+                                "implied_nak_seq_err", "completer_retry_err"},
+                               1.0);
+    r.rnr_naks_per_s = rate({"rnr_nak_retry_err", "rcvd_rnr_err"}, 1.0);
     if (r.tx_bytes_per_s && now.link_bytes_per_s > 0)
       r.link_utilization = *r.tx_bytes_per_s / now.link_bytes_per_s;
   }

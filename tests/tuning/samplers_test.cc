@@ -73,6 +73,31 @@ TEST_CASE("DeviceCounterSampler: rates from sysfs counters, absent counters stay
   CHECK_FALSE(r.retransmits_per_s.has_value());
 }
 
+TEST_CASE("DeviceCounterSampler reads Soft-RoCE's own counter names", "[tuning]") {
+  // The hw_counters rxe exposes (Linux 6.1); it has no `counters` directory, so no byte
+  // counters: bytes stay absent, retries and RNR NAKs are rates.
+  TempDir d;
+  fs::path hw = d.path / "rxe0" / "ports" / "1" / "hw_counters";
+  for (const char* name :
+       {"ack_deferred", "duplicate_request", "link_downed", "out_of_seq_request", "rcvd_pkts",
+        "rcvd_seq_err", "rdma_recvs", "rdma_sends", "retry_exceeded_err", "retry_rnr_exceeded_err",
+        "send_err", "send_rnr_err", "sent_pkts", "lifespan"})
+    put(hw / name, 0);
+  put(hw / "completer_retry_err", 10);
+  put(hw / "rcvd_rnr_err", 4);
+  DeviceCounterSampler s(d.path.string());
+  (void)s.sample(read_device_counters(d.path.string()), 1'000'000'000);
+  put(hw / "completer_retry_err", 16);
+  put(hw / "rcvd_rnr_err", 5);
+  DeviceRates r = s.sample(read_device_counters(d.path.string()), 3'000'000'000);  // 2 s later
+  REQUIRE(r.retransmits_per_s.has_value());
+  CHECK(*r.retransmits_per_s == Approx(3.0));
+  REQUIRE(r.rnr_naks_per_s.has_value());
+  CHECK(*r.rnr_naks_per_s == Approx(0.5));
+  CHECK_FALSE(r.tx_bytes_per_s.has_value());
+  CHECK_FALSE(r.link_utilization.has_value());
+}
+
 TEST_CASE("read_device_counters on a missing root is empty, not an error", "[tuning]") {
   CHECK(read_device_counters("/nonexistent/rdmarepl/sys/class/infiniband").values.empty());
   DeviceCounterSampler s("/nonexistent/rdmarepl");

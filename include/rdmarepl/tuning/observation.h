@@ -12,9 +12,10 @@ struct DeviceRates {
   std::optional<double> tx_bytes_per_s;  // port_xmit_data (x4: sysfs counts 32-bit words)
   std::optional<double> rx_bytes_per_s;  // port_rcv_data (x4)
   std::optional<double> tx_wait_per_s;   // port_xmit_wait: ticks the port had data but no credit
+  // hw_counters: packet_seq_err + local_ack_timeout_err + ... (mlx5), completer_retry_err (rxe)
+  std::optional<double> retransmits_per_s;
   std::optional<double>
-      retransmits_per_s;                 // hw_counters: packet_seq_err + local_ack_timeout_err ...
-  std::optional<double> rnr_naks_per_s;  // hw_counters: rnr_nak_retry_err
+      rnr_naks_per_s;  // hw_counters: rnr_nak_retry_err (mlx5), rcvd_rnr_err (rxe)
   // Transmitted bytes over the ports' rate (0..1): port_xmit_data x4 per second over the sum
   // of the ports' `rate` files. Absent when no port states its rate.
   std::optional<double> link_utilization;
