@@ -237,8 +237,8 @@ void add_live_options(CLI::App& app, BenchArgs& a) {
       ->check(CLI::Range(uint64_t{1}, uint64_t{20}))
       ->group(g);
   app.add_option("--sweep-max-foreign-cpu", l.sweep_max_foreign_cpu,
-                 "drop a row when, in one of its windows, the writer waited for a CPU longer "
-                 "than this % of the window (default 25)")
+                 "drop a row when, in one of its windows, processes outside the cluster kept "
+                 "more than this % of a CPU busy (default 25)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{100}))
       ->group(g);
   app.add_option("--window-ms", l.window_ms,

@@ -368,9 +368,14 @@ int summarise_csv(const LiveArgs& args, uint64_t window_ms) {
   std::map<std::string, std::map<uint32_t, std::map<std::string, Run>>> runs;
   std::map<std::string, size_t> phases;
   std::vector<std::string> order;
+  size_t line_no = 1, short_lines = 0, first_short = 0;
   while (std::getline(in, line)) {
+    ++line_no;
     const std::vector<std::string> f = cells(line);
-    if (f.size() < col.size()) continue;
+    if (f.size() < col.size()) {  // a run cut short mid-line
+      if (short_lines++ == 0) first_short = line_no;
+      continue;
+    }
     const bool burst = f[col["phase"]] == "burst";
     const size_t phase = 2 * std::stoul(f[col["cycle"]]) + (burst ? 1 : 0);
     Window w{phase, std::stod(f[col["p99_us"]]), std::stod(f[col["mb_s"]]), ws,
@@ -384,6 +389,11 @@ int summarise_csv(const LiveArgs& args, uint64_t window_ms) {
     phases[f[col["workload"]]] = std::max(phases[f[col["workload"]]], phase + 1);
     if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
   }
+  if (short_lines != 0)
+    fmt::print(stderr,
+               "rdmarepl-bench --burst-summary: skipped {} line(s) of {} with fewer cells than "
+               "its header (the first is line {}): the report leaves those windows out\n",
+               short_lines, args.burst_csv, first_short);
   order.push_back("best-fixed");
   order.push_back("oracle");
   const double slo = static_cast<double>(args.latency_target_us);

@@ -1,5 +1,5 @@
-// Runs the demo, the embedding example, the bench driver and the Redis comparison script
-// as a user would, with small sizes, and checks what they print and write.
+// Runs the demo, the embedding example, the bench driver, the tuning tool and the Redis
+// comparison script as a user would, with small sizes, and checks what they print and write.
 #include <sys/wait.h>
 #include <unistd.h>
 #include <catch2/catch.hpp>
@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -152,6 +153,17 @@ TEST_CASE("bench driver --burst runs every strategy over the schedule and report
   };
   CHECK(report(again.text) == report(r.text));
   CHECK(report(again.text).find("best-fixed ") != std::string::npos);
+  // A run cut short mid-line: the incomplete line is left out, and said so.
+  std::ofstream(csv, std::ios::app) << "0,1k,xgboost,0,base";
+  auto cut = run(std::string(RDMAREPL_BENCH_BIN) +
+                 " --burst --burst-summary --burst-cycles 1 --phase-windows 2 --window-ms 100"
+                 " --rate 5 --burst-csv " +
+                 csv);
+  INFO(cut.text);
+  REQUIRE(cut.code == 0);
+  CHECK(cut.text.find("skipped 1 line(s)") != std::string::npos);
+  CHECK(cut.text.find("the first is line 50") != std::string::npos);
+  CHECK(report(cut.text) == report(r.text));
   std::remove(csv.c_str());
 }
 
@@ -255,6 +267,41 @@ TEST_CASE("bench driver --outstanding 1 runs a closed loop: one record per batch
                 "'closed loop' in d['latency_kind'] and "
                 "0 < d['latency_us']['p50'] <= d['latency_us']['p99']"));
   std::remove(path.c_str());
+}
+
+TEST_CASE("rdmarepl-tune trains on several datasets together and evaluates a model", "[tune]") {
+  const std::string a = temp_path("tune-a") + ".csv", b = temp_path("tune-b") + ".csv";
+  const std::string model = temp_path("tune-model");
+  const std::string tune = RDMAREPL_TUNE_BIN;
+  for (const auto& [path, rows, seed] : {std::tuple{a, 200, 1}, std::tuple{b, 150, 2}}) {
+    auto g = run(tune + " generate --rows " + std::to_string(rows) + " --seed " +
+                 std::to_string(seed) + " --out " + path);
+    INFO(g.text);
+    REQUIRE(g.code == 0);
+  }
+  auto t = run(tune + " train --data " + a + "," + b + " --out " + model +
+               " --holdout 0.2 --rounds 5 --depth 2");
+  INFO(t.text);
+  if (t.code != 0 && t.text.find("has no XGBoost") != std::string::npos) {
+    WARN("skipped: this build has no XGBoost (libxgboost-dev), so rdmarepl-tune cannot train");
+    return;
+  }
+  REQUIRE(t.code == 0);
+  // 350 rows of both files, 70 held out.
+  CHECK(t.text.find("trained on 280 rows: 5 trees per target, depth 2") != std::string::npos);
+  CHECK(t.text.find("held-out error: 70 rows") != std::string::npos);
+  auto e = run(tune + " eval --data " + b + " --model " + model);
+  INFO(e.text);
+  REQUIRE(e.code == 0);
+  CHECK(e.text.find("error: 150 rows") != std::string::npos);
+  // A missing file among several is named, and nothing is written.
+  std::remove(model.c_str());
+  auto missing = run(tune + " train --data " + a + ",/nonexistent/rdmarepl.csv --out " + model);
+  INFO(missing.text);
+  CHECK(missing.code == 1);
+  CHECK(missing.text.find("/nonexistent/rdmarepl.csv") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(model));
+  for (const auto& f : {a, b}) std::remove(f.c_str());
 }
 
 TEST_CASE("Redis replication script loads, waits for both replicas and verifies", "[redis]") {

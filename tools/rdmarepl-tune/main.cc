@@ -1,9 +1,10 @@
 // rdmarepl-tune: the training pipeline of the model-driven tuners (XGBoost and LSTM).
 //
 //   rdmarepl-tune generate --rows N [--seed S] --out DATASET.csv
-//   rdmarepl-tune train --data DATASET.csv --out MODEL.json [--holdout F] [--rounds R]
-//                       [--depth D] [--eta E] [--seed S] [--threads T]
-//   rdmarepl-tune train-lstm --data DATASET.csv --out MODEL.bin [train_lstm.py options]
+//   rdmarepl-tune train --data DATASET.csv[,MORE.csv...] --out MODEL.json [--holdout F]
+//                       [--rounds R] [--depth D] [--eta E] [--seed S] [--threads T]
+//   rdmarepl-tune train-lstm --data DATASET.csv[,MORE.csv...] --out MODEL.bin
+//                       [train_lstm.py options]
 //   rdmarepl-tune eval --data DATASET.csv --model MODEL.json|MODEL.bin
 //
 // train-lstm runs tools/rdmarepl-tune/train_lstm.py (installed beside the models) with
@@ -43,7 +44,8 @@ struct GenerateArgs {
 };
 
 struct TrainArgs {
-  std::string data, out;
+  std::vector<std::string> data;  // the rows of every file, in order
+  std::string out;
   double holdout = 0.2;
   int rounds = 60;
   int depth = 6;
@@ -79,17 +81,21 @@ int generate(const GenerateArgs& a) {
 }
 
 int train(const TrainArgs& a) {
-  auto data = read_dataset(a.data);
-  if (!data) return fail(data.error());
+  std::vector<Sample> data;
+  for (const auto& path : a.data) {
+    auto more = read_dataset(path);
+    if (!more) return fail(more.error());
+    data.insert(data.end(), more->begin(), more->end());
+  }
   std::mt19937_64 rng(a.seed);
-  std::shuffle(data->begin(), data->end(), rng);
-  size_t held = static_cast<size_t>(a.holdout * static_cast<double>(data->size()));
-  if (data->size() - held < 10) {
+  std::shuffle(data.begin(), data.end(), rng);
+  size_t held = static_cast<size_t>(a.holdout * static_cast<double>(data.size()));
+  if (data.size() - held < 10) {
     return fail(
         Error(Errc::invalid_argument, fmt::format("{} rows leave {} to train on: need at least 10",
-                                                  data->size(), data->size() - held)));
+                                                  data.size(), data.size() - held)));
   }
-  std::span<const Sample> all(*data);
+  std::span<const Sample> all(data);
   auto train_rows = all.subspan(held);
   TrainOptions opt;
   opt.rounds = a.rounds;
@@ -187,7 +193,11 @@ void add_generate(CLI::App& app, GenerateArgs& g) {
 void add_train(CLI::App& app, TrainArgs& t) {
   auto* cmd = app.add_subcommand(
       "train", "train on all but a held-out share of the rows, print the held-out error, save");
-  cmd->add_option("--data", t.data, "the dataset (CSV, docs/tuning.md)")->required();
+  cmd->add_option("--data", t.data,
+                  "the dataset (CSV, docs/tuning.md); several, comma separated, are trained on "
+                  "together")
+      ->delimiter(',')
+      ->required();
   cmd->add_option("--out", t.out, "the model file to write (JSON)")->required();
   cmd->add_option("--holdout", t.holdout, "share of the rows held out, in [0, 1)")
       ->check(CLI::Range(0.0, 0.999999))

@@ -85,11 +85,26 @@ def log_features(rows):
     return torch.where(torch.isnan(x), x, torch.log1p(torch.clamp(x, min=0.0)))
 
 
-def sequences(rows, steps):
-    """Per row: indices of its last `steps` windows in its run, oldest first, left-padded."""
+def read_datasets(paths):
+    """The rows of several datasets, in order, and the index at which each file begins."""
+    rows, outs, names, starts = [], [], None, set()
+    for path in paths:
+        r, o, n = read_dataset(path)
+        if names is not None and n != names:
+            sys.exit(f"{path}: its feature columns differ from {paths[0]}'s")
+        starts.add(len(rows))
+        rows, outs, names = rows + r, outs + o, n
+    return rows, outs, names, starts
+
+
+def sequences(rows, steps, starts=frozenset()):
+    """Per row: indices of its last `steps` windows in its run, oldest first, left-padded. A
+    run ends where the knobs in force are not the previous row's candidate, and at `starts`
+    (where another dataset begins)."""
     out, start = [], 0
     for i, row in enumerate(rows):
-        if i > 0 and row[KNOBS_IN_FORCE:STEP_FEATURES] != rows[i - 1][STEP_FEATURES:]:
+        if i in starts or (i > 0 and
+                           row[KNOBS_IN_FORCE:STEP_FEATURES] != rows[i - 1][STEP_FEATURES:]):
             start = i
         window = list(range(max(start, i - steps + 1), i + 1))
         out.append([window[0]] * (steps - len(window)) + window)
@@ -110,11 +125,11 @@ class Model(nn.Module):
         return self.fc2(z)
 
 
-def inputs(rows, steps, mean, dev):
+def inputs(rows, steps, mean, dev, starts=frozenset()):
     """Standardised step sequences and candidates (NaN -> 0, the mean)."""
     x = (log_features(rows) - mean) / dev
     x = torch.nan_to_num(x, nan=0.0)
-    seq = x[:, :STEP_FEATURES][sequences(rows, steps)]
+    seq = x[:, :STEP_FEATURES][sequences(rows, steps, starts)]
     kmean, kdev = mean[KNOBS_IN_FORCE:STEP_FEATURES], dev[KNOBS_IN_FORCE:STEP_FEATURES]
     cand = torch.nan_to_num((log_features(rows)[:, STEP_FEATURES:] - kmean) / kdev, nan=0.0)
     return seq, cand
@@ -132,7 +147,7 @@ def train(args):
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
-    rows, outs, names = read_dataset(args.data)
+    rows, outs, names, starts = read_datasets(args.data.split(","))
     lx = log_features(rows)[:, :STEP_FEATURES]
     mean = torch.nanmean(lx, dim=0)
     mean = torch.nan_to_num(mean, nan=0.0)
@@ -141,7 +156,7 @@ def train(args):
     dev = torch.where(dev > 1e-6, dev, torch.ones_like(dev))
     mean = torch.cat([mean, torch.zeros(KNOBS)])  # only the step part is used
     dev = torch.cat([dev, torch.ones(KNOBS)])
-    seq, cand = inputs(rows, args.steps, mean, dev)
+    seq, cand = inputs(rows, args.steps, mean, dev, starts)
     y = targets(outs)
     out_mean, out_dev = y.mean(dim=0), y.std(dim=0)
     yn = (y - out_mean) / out_dev
@@ -206,7 +221,8 @@ def heldout(args, model, mean, dev, out_mean, out_dev):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", required=True, help="training dataset (CSV)")
+    ap.add_argument("--data", required=True,
+                    help="training dataset (CSV); several, comma separated, train together")
     ap.add_argument("--heldout", help="dataset to report the held-out error on")
     ap.add_argument("--out", required=True, help="model file to write")
     ap.add_argument("--predictions", help="with --heldout: write its predictions (CSV)")
