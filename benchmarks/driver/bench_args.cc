@@ -46,6 +46,8 @@ const std::vector<std::string> kLiveFlags = {"--sweep",
                                              "--followers",
                                              "--transport",
                                              "--ack",
+                                             "--wal-dir",
+                                             "--durability",
                                              "--quiet"};
 
 // An option whose text is one of the enum's to_string() spellings.
@@ -213,7 +215,8 @@ void add_live_options(CLI::App& app, BenchArgs& a) {
   const std::string g =
       "Tuning runs (followers are processes, the leader runs in this process with a poller "
       "thread and its knobs move live; docs/tuning.md and docs/benchmarks.md \"Tuning\"); "
-      "--followers N, --transport T and --ack M apply to both (default 1 follower)";
+      "--followers N, --transport T, --ack M, --wal-dir D and --durability M apply to them too "
+      "(default 1 follower, no log)";
   auto& l = a.live;
   app.add_flag("--sweep", a.sweep,
                "write the tuning dataset (CSV): for each value size x offered rate, "
@@ -338,6 +341,8 @@ Status finish_bench_args(const CLI::App& app, BenchArgs& a) {
     }
     a.live.transport = a.config.transport;
     a.live.ack = a.config.ack;
+    a.live.wal_dir = a.config.wal_dir;
+    a.live.durability = a.config.durability;
     a.live.followers = app.count("--followers") != 0 ? a.config.followers : 1;
     a.live.seed = app.count("--seed") != 0 ? a.config.workload.seed : 1;
     a.live.sweep_sizes.clear();

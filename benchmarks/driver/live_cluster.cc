@@ -37,6 +37,7 @@ Result<std::string> expect_line(ChildProcess& child, std::string_view prefix,
 Result<std::unique_ptr<LiveCluster>> LiveCluster::start(const kvdemo::RunConfig& config,
                                                         replication::ChannelOptions leader) {
   std::unique_ptr<LiveCluster> c(new LiveCluster());
+  RDMAREPL_TRY(kvdemo::empty_wal_dirs(config));
   for (uint32_t i = 0; i < config.followers; ++i) {
     auto args = kvdemo::to_args(config);
     args.insert(args.begin(), {"--role", "follower", "--id", std::to_string(i), "--port", "0"});
@@ -251,6 +252,8 @@ Result<kvdemo::RunConfig> live_config(const LiveArgs& args) {
   c.workload.value_max = 16384;
   c.transport = args.transport;
   c.ack = args.ack;
+  c.wal_dir = args.wal_dir;
+  c.durability = args.durability;
   if (args.followers < 1 || args.followers > replication::kMaxFollowers)
     return Error(Errc::invalid_argument, fmt::format("--followers {} is out of range; use 1..{}",
                                                      args.followers, replication::kMaxFollowers));

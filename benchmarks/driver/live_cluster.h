@@ -38,6 +38,8 @@ struct LiveArgs {
   replication::TransportKind transport = replication::TransportKind::automatic;
   replication::AckMode ack = replication::AckMode::all;
   uint32_t followers = 1;
+  std::string wal_dir;  // empty: no logs
+  replication::Durability durability = replication::Durability::batch;
   std::vector<std::string> sweep_values = {"64", "1024", "4096", "16384"};
   std::vector<std::array<uint32_t, 2>> sweep_sizes;  // sweep_values parsed: {min, max}
   std::vector<uint64_t> sweep_rates = {2, 8, 32, 128};

@@ -72,10 +72,8 @@ void print_header(const RunConfig& config, const MachineInfo& machine) {
   if (!config.wal_dir.empty()) {
     // Every run starts from empty logs: a log with content would be recovered into the
     // stores and skew both the numbers and the digests.
-    std::error_code ec;
-    std::filesystem::create_directories(config.wal_dir, ec);
-    for (int i = -1; i < static_cast<int>(config.followers); ++i)
-      std::filesystem::remove_all(wal_dir_of(config, i), ec);
+    if (auto st = empty_wal_dirs(config); !st.ok())
+      fmt::print(stderr, "rdmarepl-bench: {}\n", st.error().message());
     fmt::print("write-ahead logs under {} (durability={})\n", config.wal_dir,
                to_string(config.durability));
   }

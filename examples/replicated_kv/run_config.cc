@@ -1,5 +1,8 @@
 #include "run_config.h"
 
+#include <fmt/format.h>
+
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -17,6 +20,22 @@ using replication::TransportKind;
 std::string wal_dir_of(const RunConfig& c, int index) {
   if (c.wal_dir.empty()) return {};
   return c.wal_dir + (index < 0 ? "/leader" : "/follower-" + std::to_string(index + 1));
+}
+
+Status empty_wal_dirs(const RunConfig& c) {
+  if (c.wal_dir.empty()) return ok_status();
+  std::error_code ec;
+  std::filesystem::create_directories(c.wal_dir, ec);
+  if (ec)
+    return Error(Errc::io_error,
+                 fmt::format("cannot create the log directory {}: {}", c.wal_dir, ec.message()));
+  for (int i = -1; i < static_cast<int>(c.followers); ++i) {
+    std::filesystem::remove_all(wal_dir_of(c, i), ec);
+    if (ec)
+      return Error(Errc::io_error, fmt::format("cannot empty the log directory {}: {}",
+                                               wal_dir_of(c, i), ec.message()));
+  }
+  return ok_status();
 }
 
 Status read_key_file(const std::string& path, RunConfig& c) {

@@ -89,5 +89,9 @@ replication::ChannelOptions follower_options(const RunConfig& config, uint32_t i
 
 // The log directory of the leader (index < 0) or of follower `index` under config.wal_dir.
 std::string wal_dir_of(const RunConfig& config, int index);
+// Creates config.wal_dir and empties the leader's and every follower's log under it, so that a
+// run starts from empty logs (a log with content would be recovered into the stores). Nothing
+// to do without a wal_dir. The error says which directory could not be emptied.
+Status empty_wal_dirs(const RunConfig& config);
 
 }  // namespace rdmarepl::kvdemo

@@ -115,15 +115,17 @@ class RowParser {
   std::optional<Error> error_;
 };
 
-// Measured and written, but not (yet) model features: a dataset without them reads as
-// "not measured" (docs/tuning.md, "Dataset format").
+// A feature that datasets written before it existed lack: such a dataset reads it as "not
+// measured" (docs/tuning.md, "Dataset format").
 constexpr std::string_view kWalSyncP99 = "wal_sync_p99_us";
+// Measured and written, but not a model feature (docs/tuning.md): may be absent too.
 constexpr std::string_view kLinkUtilization = "dev_link_utilization";
 
-// Every column a dataset must have: the features and the outcome.
+// Every column a dataset must have: the features (but kWalSyncP99) and the outcome.
 std::string required_columns() {
   std::string h;
   for (auto n : feature_names()) {
+    if (n == kWalSyncP99) continue;
     if (!h.empty()) h += ',';
     h += n;
   }
@@ -139,7 +141,7 @@ std::string dataset_header() {
     if (!h.empty()) h += ',';
     h += n;
   }
-  h += fmt::format(",{},{},{},{}", kWalSyncP99, kLinkUtilization, kOutBytes, kOutP99);
+  h += fmt::format(",{},{},{}", kLinkUtilization, kOutBytes, kOutP99);
   return h;
 }
 
@@ -163,14 +165,14 @@ void write_dataset(std::ostream& out, std::span<const Sample> samples) {
     for (const auto* v :
          {&o.cpu_utilization, &o.membw_ratio, &o.reg_cache_hit_rate, &o.device.tx_bytes_per_s,
           &o.device.rx_bytes_per_s, &o.device.tx_wait_per_s, &o.device.retransmits_per_s,
-          &o.device.rnr_naks_per_s}) {
+          &o.device.rnr_naks_per_s, &o.wal_sync_p99_us}) {
       line += ',';
       line += cell(*v);
     }
     write_knobs(line, s.observed_under);
     write_knobs(line, s.knobs);
-    line += fmt::format(",{},{},{},{}\n", cell(o.wal_sync_p99_us), cell(o.device.link_utilization),
-                        s.outcome.bytes_per_s, s.outcome.latency_p99_us);
+    line += fmt::format(",{},{},{}\n", cell(o.device.link_utilization), s.outcome.bytes_per_s,
+                        s.outcome.latency_p99_us);
     out << line;
   }
 }

@@ -7,7 +7,7 @@ namespace rdmarepl::tuning {
 
 namespace {
 
-constexpr std::size_t kCandidateOffset = 25;
+constexpr std::size_t kCandidateOffset = 26;
 constexpr std::size_t kKnobFeatures = 6;
 static_assert(kCandidateOffset + kKnobFeatures == kNumFeatures);
 
@@ -49,6 +49,7 @@ const std::array<std::string_view, kNumFeatures>& feature_names() noexcept {
                                                                         "dev_tx_wait_per_s",
                                                                         "dev_retransmits_per_s",
                                                                         "dev_rnr_naks_per_s",
+                                                                        "wal_sync_p99_us",
                                                                         "cur_batch_bytes",
                                                                         "cur_flush_delay_us",
                                                                         "cur_shards",
@@ -85,7 +86,8 @@ void encode_features(const Observation& o, const Knobs& observed_under, const Kn
   out[16] = opt(o.device.tx_wait_per_s);
   out[17] = opt(o.device.retransmits_per_s);
   out[18] = opt(o.device.rnr_naks_per_s);
-  encode_knobs(observed_under, out + 19);
+  out[19] = opt(o.wal_sync_p99_us);
+  encode_knobs(observed_under, out + 20);
   encode_knobs(candidate, out + kCandidateOffset);
 }
 

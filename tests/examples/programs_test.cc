@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -137,10 +138,13 @@ TEST_CASE("bench driver --burst runs every strategy over the schedule and report
   for (std::string line; std::getline(in, line);) ++lines;
   CHECK(lines == 1 + 6 * 2 * 4);
   // --burst-summary reads the CSV back into the same report, line for line.
-  auto again = run(std::string(RDMAREPL_BENCH_BIN) +
-                   " --burst --burst-summary --burst-cycles 1 --phase-windows 2 --window-ms 100"
-                   " --rate 5 --burst-csv " +
-                   csv);
+  const auto summary = [&] {
+    return run(std::string(RDMAREPL_BENCH_BIN) +
+               " --burst --burst-summary --burst-cycles 1 --phase-windows 2 --window-ms 100"
+               " --rate 5 --burst-csv " +
+               csv);
+  };
+  auto again = summary();
   INFO(again.text);
   REQUIRE(again.code == 0);
   const auto report = [](const std::string& text) {
@@ -155,10 +159,7 @@ TEST_CASE("bench driver --burst runs every strategy over the schedule and report
   CHECK(report(again.text).find("best-fixed ") != std::string::npos);
   // A run cut short mid-line: the incomplete line is left out, and said so.
   std::ofstream(csv, std::ios::app) << "0,1k,xgboost,0,base";
-  auto cut = run(std::string(RDMAREPL_BENCH_BIN) +
-                 " --burst --burst-summary --burst-cycles 1 --phase-windows 2 --window-ms 100"
-                 " --rate 5 --burst-csv " +
-                 csv);
+  auto cut = summary();
   INFO(cut.text);
   REQUIRE(cut.code == 0);
   CHECK(cut.text.find("skipped 1 line(s)") != std::string::npos);
@@ -190,6 +191,44 @@ TEST_CASE("bench driver --sweep writes one row per setting, less the disturbed o
   size_t rows = 0;
   for (std::string line; std::getline(in, line);) ++rows;
   CHECK(rows == static_cast<size_t>(std::stoi(m[1])));
+  std::remove(csv.c_str());
+}
+
+TEST_CASE("bench driver --sweep --wal-dir logs every batch and records the syncs' p99", "[bench]") {
+  const std::string csv = temp_path("sweep-wal") + ".csv";
+  const std::string wal = temp_path("sweep-wal") + ".d";
+  std::filesystem::create_directories(wal + "/leader");
+  std::ofstream(wal + "/leader/stale") << "a log left from another run";  // must be emptied
+  auto r = run(std::string(RDMAREPL_BENCH_BIN) +
+               " --sweep --sweep-values 1024 --sweep-rates 4 --sweep-windows 4 --window-ms 100"
+               " --sweep-max-foreign-cpu 100 --transport tcp --wal-dir " +
+               wal + " --sweep-out " + csv);
+  INFO(r.text);
+  REQUIRE(r.code == 0);
+  CHECK(r.text.find("wrote 3 rows") != std::string::npos);
+  CHECK(r.text.find("followers verified") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(wal + "/leader/stale"));
+  CHECK(std::filesystem::exists(wal + "/follower-1"));
+  // Every row's observed window synced the leader's log: its p99 is a positive number.
+  std::ifstream in(csv);
+  std::string header;
+  REQUIRE(std::getline(in, header));
+  std::vector<std::string> names;
+  std::stringstream hs(header);
+  for (std::string c; std::getline(hs, c, ',');) names.push_back(c);
+  const auto col = std::find(names.begin(), names.end(), "wal_sync_p99_us") - names.begin();
+  REQUIRE(static_cast<size_t>(col) < names.size());
+  size_t rows = 0;
+  for (std::string line; std::getline(in, line); ++rows) {
+    std::vector<std::string> cells;
+    std::stringstream ls(line);
+    for (std::string c; std::getline(ls, c, ',');) cells.push_back(c);
+    REQUIRE(cells.size() > static_cast<size_t>(col));
+    INFO(line);
+    CHECK(std::stod(cells[col]) > 0);
+  }
+  CHECK(rows == 3);
+  std::filesystem::remove_all(wal);
   std::remove(csv.c_str());
 }
 

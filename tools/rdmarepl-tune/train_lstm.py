@@ -24,10 +24,22 @@ import sys
 import torch
 from torch import nn
 
-N_FEATURES = 31
-STEP_FEATURES = 25  # a row without its candidate part
-KNOBS = 6  # knobs in force at 19..24, the candidate at 25..30
-KNOBS_IN_FORCE = 19
+# The model's input columns in order (src/tuning/features.cc, docs/tuning.md); a model file
+# records a checksum of them, and the library refuses a model whose list differs from its own.
+KNOBS_NAMES = ["batch_bytes", "flush_delay_us", "shards", "poll_mode", "poll_interval_us",
+               "pool_bytes"]
+FEATURES = (["window_s", "lat_p50_us", "lat_p90_us", "lat_p99_us", "records_per_s",
+             "bytes_per_s", "value_mean_bytes", "value_stddev_bytes", "queue_depth",
+             "pending_bytes", "credit_stalls_per_s", "cpu_utilization", "membw_ratio",
+             "reg_cache_hit_rate", "dev_tx_bytes_per_s", "dev_rx_bytes_per_s",
+             "dev_tx_wait_per_s", "dev_retransmits_per_s", "dev_rnr_naks_per_s",
+             "wal_sync_p99_us"] + ["cur_" + k for k in KNOBS_NAMES] + KNOBS_NAMES)
+# Columns a dataset may lack (written before they existed): read as missing.
+OPTIONAL = {"wal_sync_p99_us"}
+N_FEATURES = len(FEATURES)
+STEP_FEATURES = 26  # a row without its candidate part
+KNOBS = 6  # knobs in force at 20..25, the candidate at 26..31
+KNOBS_IN_FORCE = 20
 POLL_MODES = {"busy": 0, "sleep": 1, "blocking": 2}
 MAGIC = b"RDRLSTM1"
 FORMAT_VERSION = 1
@@ -53,22 +65,22 @@ crc32c.table = None
 
 
 def read_dataset(path):
-    """Rows of 31 features (NaN for missing), the two outcomes, and the feature names."""
+    """Rows of the features (NaN for missing), the two outcomes, and the feature names. Columns
+    are found by name."""
     with open(path, newline="") as f:
         reader = csv.reader(f)
         header = next(reader)
-        names = header[:N_FEATURES]
-        # The features come first; the outcomes are found by name (recorded-only columns,
-        # such as wal_sync_p99_us, may stand between them).
-        if "out_bytes_per_s" not in header or "out_p99_us" not in header:
-            sys.exit(f"{path}: expected {N_FEATURES} features, then out_bytes_per_s and out_p99_us")
-        out_bytes, out_p99 = header.index("out_bytes_per_s"), header.index("out_p99_us")
-        if min(out_bytes, out_p99) < N_FEATURES:
-            sys.exit(f"{path}: expected the {N_FEATURES} features before the outcomes")
+        col = {name: i for i, name in enumerate(header)}
+        for name in FEATURES + ["out_bytes_per_s", "out_p99_us"]:
+            if name not in col and name not in OPTIONAL:
+                sys.exit(f"{path}: the header has no column {name!r} (docs/tuning.md)")
         rows, outs = [], []
         for line, cells in enumerate(reader, start=2):
+            if len(cells) != len(header):
+                sys.exit(f"{path}:{line}: {len(cells)} cells, the header has {len(header)}")
             row = []
-            for name, cell in zip(names, cells[:N_FEATURES]):
+            for name in FEATURES:
+                cell = cells[col[name]] if name in col else ""
                 if name.endswith("poll_mode"):
                     if cell not in POLL_MODES:
                         sys.exit(f"{path}:{line}: unknown poll mode {cell!r}")
@@ -76,8 +88,8 @@ def read_dataset(path):
                 else:
                     row.append(float(cell) if cell not in ("", "nan") else math.nan)
             rows.append(row)
-            outs.append([float(cells[out_bytes]), float(cells[out_p99])])
-    return rows, outs, names
+            outs.append([float(cells[col["out_bytes_per_s"]]), float(cells[col["out_p99_us"]])])
+    return rows, outs, list(FEATURES)
 
 
 def log_features(rows):

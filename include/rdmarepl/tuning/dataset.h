@@ -13,9 +13,9 @@
 
 namespace rdmarepl::tuning {
 
-// "window_s,lat_p50_us,...,pool_bytes,wal_sync_p99_us,dev_link_utilization,out_bytes_per_s,
-// out_p99_us" (no newline): the features (features.h), two measured columns that are not
-// features yet, and the outcome.
+// "window_s,lat_p50_us,...,pool_bytes,dev_link_utilization,out_bytes_per_s,out_p99_us" (no
+// newline): the features (features.h), a measured column that is not a feature, and the
+// outcome.
 std::string dataset_header();
 
 // Writes the header and one line per sample. Missing optional values are empty cells.

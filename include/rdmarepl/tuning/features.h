@@ -12,7 +12,7 @@
 
 namespace rdmarepl::tuning {
 
-inline constexpr std::size_t kNumFeatures = 31;
+inline constexpr std::size_t kNumFeatures = 32;
 
 // Feature names in input order; they are also the dataset's CSV column names (docs/tuning.md).
 // A model file records them, and loading a model with a different list is refused.
