@@ -241,8 +241,9 @@ void add_live_options(CLI::App& app, BenchArgs& a) {
       ->group(g);
   app.add_option("--sweep-max-foreign-cpu", l.sweep_max_foreign_cpu,
                  "drop a row when, in one of its windows, processes outside the cluster kept "
-                 "more than this % of a CPU busy (default 25)")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{100}))
+                 "more than this % of a CPU busy; 100 is one whole CPU, N x 100 is N CPUs "
+                 "(default 25)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{100'000}))
       ->group(g);
   app.add_option("--window-ms", l.window_ms,
                  "window length (default 200 for --sweep, 250 for --phased)")

@@ -32,7 +32,7 @@ size_t Leader::progress_worker(uint32_t worker, uint32_t workers) noexcept {
   // worker w > 0 drives the shards i with i % workers == w. The per-shard lock is only
   // tried, so two workers never wait for each other.
   if (worker == 0) return progress();
-  size_t work = sessions_.poll(worker, workers);
+  size_t work = sessions_.replies().poll(worker, workers);
   for (size_t i = worker; i < shards_.size(); i += workers) {
     Shard& s = *shards_[i];
     std::unique_lock lock(s.mu, std::try_to_lock);

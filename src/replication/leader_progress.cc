@@ -1,6 +1,6 @@
 // Leader: acknowledgements and progress. The pollers (and writers waiting for room) take
 // the acknowledgements the carriers' completions left in each link's mailbox
-// (LeaderSessions::poll_carrier()), take a link down when its session failed or it went
+// (LeaderReplies::poll_carrier()), take a link down when its session failed or it went
 // silent, seal aged batches, send what credits allow, move the commit point and refresh the
 // channel-wide metrics. See docs/replication.md, "Threading and progress".
 #include <fmt/format.h>
@@ -69,7 +69,7 @@ size_t Leader::progress_locked(Shard& s) noexcept {
     FollowerCarriers& fc = sessions_.follower(l->follower);
     // The shard's own carrier, so that a writer waiting for the window (reserve()) or a
     // manual-polling store sees its acknowledgements; other pollers only try its lock.
-    work += sessions_.poll_carrier(fc, *fc.slots[l->carrier]);
+    work += sessions_.replies().poll_carrier(fc, *fc.slots[l->carrier]);
     take_ack(s, *l);
     if (l->up.load(std::memory_order_relaxed) && fc.failed.load(std::memory_order_acquire)) {
       link_down(s, *l, fc.reason());
@@ -103,7 +103,7 @@ size_t Leader::progress() noexcept {
   std::array<uint64_t, kMaxFollowers> lag_bytes{};
   uint64_t depth = 0;
   uint64_t retained = 0;
-  work += sessions_.poll(0, 1);
+  work += sessions_.replies().poll(0, 1);
   for (auto& sp : shards_) {
     retained += sp->retained_bytes.load(std::memory_order_relaxed);
     std::unique_lock lock(sp->mu, std::try_to_lock);

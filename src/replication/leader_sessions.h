@@ -2,7 +2,7 @@
 // its carriers (leader_carriers.h). The control thread starts a session (carrier 0 with the
 // handshake, then every shard's link), ends it when a carrier or link fails, connects the
 // carriers below the live N, pools the idle ones above it and resizes their completion
-// queues; the pollers drain the carriers' completions into the links' mailboxes. The Leader
+// queues; its LeaderReplies drains the carriers' completions (leader_replies.h). The Leader
 // owns one LeaderSessions and reaches it through the calls below; it is reached back through
 // SessionHost only. See docs/replication.md, "Carriers" and "Handshakes".
 #pragma once
@@ -17,6 +17,7 @@
 #include "durability.h"
 #include "hello.h"
 #include "leader_carriers.h"
+#include "leader_replies.h"
 #include "leader_shard.h"
 #include "rdmarepl/replication/channel_metrics.h"
 #include "rdmarepl/replication/options.h"
@@ -52,7 +53,8 @@ class LeaderSessions {
         shards_(shards),
         closed_(closed),
         wal_(wal),
-        host_(host) {}
+        host_(host),
+        replies_(metrics, shards, carriers_) {}
   LeaderSessions(const LeaderSessions&) = delete;
   LeaderSessions& operator=(const LeaderSessions&) = delete;
 
@@ -72,10 +74,8 @@ class LeaderSessions {
   // close(): every carrier of every follower closes.
   void close() noexcept;
 
-  // Pollers: drain the up carriers `i` with i % workers == worker.
-  size_t poll(uint32_t worker, uint32_t workers) noexcept;
-  // Drains one carrier's completions into its links' mailboxes (no shard lock needed).
-  size_t poll_carrier(FollowerCarriers& fc, Carrier& c) noexcept;
+  // The pollers' side: the followers' replies.
+  [[nodiscard]] LeaderReplies& replies() noexcept { return replies_; }
 
  private:
   // Takes every link of the follower down and closes its carriers.
@@ -99,9 +99,6 @@ class LeaderSessions {
                      const Result<FollowerHello>& fh) const;
   // Starts the link of `s` to a follower in a new session (its carrier 0 is up).
   Status install(Shard& s, Link& l, const FollowerHello& hello);
-  // Drains one connection the caller has to itself (c.mu held, or pooled). `c` is the slot
-  // `conn` belongs to (its connection, or one pooled from it): what checks the replies' MACs.
-  size_t drain_carrier(FollowerCarriers& fc, Carrier& c, transport::Connection& conn) noexcept;
 
   const ChannelOptions& options_;
   ChannelMetrics& metrics_;
@@ -114,6 +111,7 @@ class LeaderSessions {
   // One per follower (the Leader declares this object before its shards: the links point
   // to these).
   std::vector<std::unique_ptr<FollowerCarriers>> carriers_;
+  LeaderReplies replies_;  // refers to carriers_: declared after it
 };
 
 }  // namespace rdmarepl::replication::detail

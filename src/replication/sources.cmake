@@ -23,6 +23,7 @@ list(APPEND RDMAREPL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/leader_link.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_progress.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_regions.cc
+  ${CMAKE_CURRENT_LIST_DIR}/leader_replies.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_sessions.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_ship.cc
   ${CMAKE_CURRENT_LIST_DIR}/leader_wal.cc
