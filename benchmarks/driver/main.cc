@@ -70,10 +70,6 @@ void print_header(const RunConfig& config, const MachineInfo& machine) {
                config.key_file);
   std::fflush(stdout);
   if (!config.wal_dir.empty()) {
-    // Every run starts from empty logs: a log with content would be recovered into the
-    // stores and skew both the numbers and the digests.
-    if (auto st = empty_wal_dirs(config); !st.ok())
-      fmt::print(stderr, "rdmarepl-bench: {}\n", st.error().message());
     fmt::print("write-ahead logs under {} (durability={})\n", config.wal_dir,
                to_string(config.durability));
   }
@@ -268,6 +264,12 @@ int main(int argc, char** argv) {
   args.config.progress = !args.quiet && ::isatty(STDOUT_FILENO);
   const auto machine = machine_info();
   print_header(args.config, machine);
+  // Every run starts from empty logs: a log with content would be recovered into the stores
+  // and skew both the numbers and the digests.
+  if (auto st = empty_wal_dirs(args.config); !st.ok()) {
+    fmt::print(stderr, "rdmarepl-bench: {}\n", st.error().message());
+    return 3;
+  }
   auto run = run_cluster(args.config);
   if (!run) {
     fmt::print(stderr, "rdmarepl-bench: run failed: {}\n", run.error().to_string());

@@ -63,7 +63,7 @@ struct Link {
   bool wal_catchup = false;
   uint64_t generation = 0;  // connections installed so far (a catch-up pass is per connection)
   // A checkpoint is being shipped on this connection (catch-up thread); the follower's
-  // replies to its chunks so far and the last one (LeaderSessions::poll_carrier()).
+  // replies to its chunks so far and the last one (LeaderReplies::drain()).
   // Written by the carrier's poller (no shard lock), read under the shard lock.
   std::atomic<bool> shipping{false};
   std::atomic<uint32_t> ship_replies{0};

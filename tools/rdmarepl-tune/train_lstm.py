@@ -11,9 +11,11 @@ Writes the model file (format: docs/tuning.md, "The LSTM model") and, with --pre
 the model's predictions for every row of the held-out dataset, which the library's test
 compares with its own forward pass. Training is deterministic for a given seed.
 
-Needs PyTorch (Debian: python3-torch). Example:
-  /usr/bin/python3 tools/rdmarepl-tune/train_lstm.py --data models/sweep-tcp-1follower.csv \\
-      --heldout models/sweep-tcp-1follower-heldout.csv --out models/default_lstm_model.bin
+Needs PyTorch (Debian: python3-torch). The shipped model (docs/tuning.md, "The LSTM tuner"):
+  /usr/bin/python3 tools/rdmarepl-tune/train_lstm.py \\
+      --data models/sweep-tcp-idle.csv,models/sweep-verbs-rxe.csv,models/sweep-tcp-wal.csv \\
+      --heldout models/sweep-tcp-wal-heldout.csv --out models/default_lstm_model.bin \\
+      --predictions tests/tuning/data/lstm_heldout_predictions.csv
 """
 import argparse
 import csv
@@ -40,6 +42,8 @@ N_FEATURES = len(FEATURES)
 STEP_FEATURES = 26  # a row without its candidate part
 KNOBS = 6  # knobs in force at 20..25, the candidate at 26..31
 KNOBS_IN_FORCE = 20
+assert FEATURES[KNOBS_IN_FORCE:STEP_FEATURES] == ["cur_" + k for k in KNOBS_NAMES]
+assert FEATURES[STEP_FEATURES:] == KNOBS_NAMES
 POLL_MODES = {"busy": 0, "sleep": 1, "blocking": 2}
 MAGIC = b"RDRLSTM1"
 FORMAT_VERSION = 1
@@ -76,6 +80,8 @@ def read_dataset(path):
                 sys.exit(f"{path}: the header has no column {name!r} (docs/tuning.md)")
         rows, outs = [], []
         for line, cells in enumerate(reader, start=2):
+            if not cells or cells[0].startswith("#"):
+                continue  # blank and comment lines, as the library's reader skips them
             if len(cells) != len(header):
                 sys.exit(f"{path}:{line}: {len(cells)} cells, the header has {len(header)}")
             row = []
@@ -102,8 +108,6 @@ def read_datasets(paths):
     rows, outs, names, starts = [], [], None, set()
     for path in paths:
         r, o, n = read_dataset(path)
-        if names is not None and n != names:
-            sys.exit(f"{path}: its feature columns differ from {paths[0]}'s")
         starts.add(len(rows))
         rows, outs, names = rows + r, outs + o, n
     return rows, outs, names, starts
