@@ -21,8 +21,7 @@ constexpr uint8_t kReady = 0x52;
 
 Result<std::unique_ptr<VerbsConnection>> VerbsConnection::establish(
     std::shared_ptr<TransportState> state, bootstrap::Fd socket, bootstrap::Role role,
-    const ConnectionOptions& options) {
-  auto deadline = Deadline::after(options.connect_timeout);
+    const ConnectionOptions& options, Deadline deadline) {
   std::unique_ptr<VerbsConnection> c(new VerbsConnection(std::move(state)));
   c->socket_ = std::move(socket);
   c->name_ = fmt::format("verbs connection with {}", bootstrap::peer_address(c->socket_.get()));

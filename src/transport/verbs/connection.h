@@ -37,11 +37,14 @@ struct TransportState {
 
 class VerbsConnection final : public Connection {
  public:
-  // Creates the QP, runs the handshake as `role` on `socket` and brings the QP to RTS.
+  // Creates the QP, runs the handshake as `role` on `socket` and brings the QP to RTS, all
+  // by `deadline` (the connecting side: connect_timeout from connect(); the accepting side:
+  // connect_timeout from the peer's arrival, as the listener admitted it).
   static Result<std::unique_ptr<VerbsConnection>> establish(std::shared_ptr<TransportState> state,
                                                             bootstrap::Fd socket,
                                                             bootstrap::Role role,
-                                                            const ConnectionOptions& options);
+                                                            const ConnectionOptions& options,
+                                                            Deadline deadline);
 
   // The same over RDMA CM (cm.cc): `id` has a resolved route (active side) or is the child id
   // of a CONNECT_REQUEST whose private data is `request` (passive side). The private data

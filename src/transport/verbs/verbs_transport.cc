@@ -21,13 +21,13 @@ class VerbsListener final : public Listener {
         admission_(std::make_unique<bootstrap::SocketArrivals>(fd_.get()), local_.to_string()) {}
 
   // Several threads may call this at once (bootstrap::Admission hands each a peer that
-  // spoke; the handshake then has connect_timeout).
+  // spoke); the handshake must end connect_timeout after the peer was accepted.
   Result<std::unique_ptr<Connection>> accept(const ConnectionOptions& options,
                                              std::chrono::milliseconds timeout) override {
     auto conn = admission_.accept_one(
         options, timeout, [&](bootstrap::Admitted& peer, const ConnectionOptions& o) {
           return VerbsConnection::establish(state_, bootstrap::take_socket(peer),
-                                            bootstrap::Role::responder, o);
+                                            bootstrap::Role::responder, o, peer.deadline);
         });
     if (!conn) return conn.error();
     return std::unique_ptr<Connection>(std::move(*conn));
@@ -175,10 +175,11 @@ Result<std::unique_ptr<Listener>> VerbsTransport::listen(const Endpoint& where) 
 Result<std::unique_ptr<Connection>> VerbsTransport::connect(const Endpoint& where,
                                                             const ConnectionOptions& options) {
   if (state_->options.use_rdma_cm) return cm_connect(state_, where, options);
-  auto sock = bootstrap::connect_tcp(where, Deadline::after(options.connect_timeout));
+  const auto deadline = Deadline::after(options.connect_timeout);
+  auto sock = bootstrap::connect_tcp(where, deadline);
   if (!sock) return sock.error();
-  auto conn =
-      VerbsConnection::establish(state_, std::move(*sock), bootstrap::Role::initiator, options);
+  auto conn = VerbsConnection::establish(state_, std::move(*sock), bootstrap::Role::initiator,
+                                         options, deadline);
   if (!conn) return conn.error();
   return std::unique_ptr<Connection>(std::move(*conn));
 }

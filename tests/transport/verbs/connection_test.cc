@@ -1,11 +1,15 @@
 // The verbs transport on Soft-RoCE: write-with-immediate, chaining, selective signaling,
 // inline data, SRQ, automatic receives, split registrations and tear-down. Runs in the VM
 // (tests/rxe): the host has no RDMA device.
+#include <unistd.h>
+
+#include <chrono>
 #include <cstring>
 #include <numeric>
 #include <thread>
 
 #include "pair.h"
+#include "transport/bootstrap/socket.h"
 #include "transport/verbs/handles.h"
 
 namespace rdmarepl::transport::verbs::test {
@@ -328,6 +332,32 @@ TEST_CASE("wait() returns once a completion is ready", "[verbs]") {
   writer.join();
   REQUIRE(n == 1);
   CHECK(c[0].imm == 77);
+}
+
+TEST_CASE("a peer that speaks late and then stalls is dropped connect_timeout after it arrived",
+          "[verbs]") {
+  // The peer connects, says nothing for 2 s, sends one byte of its hello and stops. Its
+  // handshake must end connect_timeout (3 s) after it arrived, not 3 s after it spoke (5 s).
+  using namespace std::chrono;
+  auto t = make_transport();
+  auto l = t->listen(Endpoint{"127.0.0.1", 0});
+  REQUIRE(l.ok());
+  ConnectionOptions so;
+  so.node_id = "server";
+  so.connect_timeout = 3s;
+  auto accepted = std::async(std::launch::async, [&] { return (*l)->accept(so, 10s); });
+  auto raw = bootstrap::connect_tcp((*l)->local_endpoint(), Deadline::after(5s));
+  REQUIRE(raw.ok());
+  const auto arrived = steady_clock::now();
+  std::this_thread::sleep_for(2s);
+  const char byte = 0;
+  REQUIRE(::write(raw->get(), &byte, 1) == 1);
+  auto r = accepted.get();
+  const auto took = steady_clock::now() - arrived;
+  REQUIRE_FALSE(r.ok());
+  INFO(r.error().to_string() << "; after " << duration_cast<milliseconds>(took).count() << " ms");
+  CHECK(r.error().is(Errc::timeout));
+  CHECK(took < 4500ms);  // 3 s and some slack for a slow guest; the fresh timeout gave 5 s
 }
 
 TEST_CASE("tear-down releases every resource in a legal order", "[verbs]") {
