@@ -7,10 +7,6 @@ namespace rdmarepl::tuning {
 
 namespace {
 
-constexpr std::size_t kCandidateOffset = 26;
-constexpr std::size_t kKnobFeatures = 6;
-static_assert(kCandidateOffset + kKnobFeatures == kNumFeatures);
-
 float f(double v) noexcept {
   return static_cast<float>(v);
 }
@@ -19,6 +15,7 @@ float opt(const std::optional<double>& v) noexcept {
 }
 
 void encode_knobs(const Knobs& k, float* out) noexcept {
+  static_assert(kNumKnobFeatures == 6);
   out[0] = f(static_cast<double>(k.batch_bytes));
   out[1] = f(k.flush_delay_us);
   out[2] = f(k.shards);
@@ -87,7 +84,8 @@ void encode_features(const Observation& o, const Knobs& observed_under, const Kn
   out[17] = opt(o.device.retransmits_per_s);
   out[18] = opt(o.device.rnr_naks_per_s);
   out[19] = opt(o.wal_sync_p99_us);
-  encode_knobs(observed_under, out + 20);
+  static_assert(kKnobsInForceOffset == 20, "the observation fills out[0..19]");
+  encode_knobs(observed_under, out + kKnobsInForceOffset);
   encode_knobs(candidate, out + kCandidateOffset);
 }
 

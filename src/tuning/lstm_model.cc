@@ -23,10 +23,9 @@ namespace {
 constexpr char kMagic[8] = {'R', 'D', 'R', 'L', 'S', 'T', 'M', '1'};
 constexpr uint32_t kFormatVersion = 1;
 constexpr size_t kHeaderBytes = 44;
-constexpr size_t kStepFeatures = 26;  // a row without its candidate part
-constexpr size_t kKnobs = 6;          // knobs in force at 20..25, the candidate at 26..31
-constexpr size_t kKnobsInForce = 20;
-static_assert(kStepFeatures + kKnobs == kNumFeatures);
+constexpr size_t kStepFeatures = kCandidateOffset;  // a row without its candidate part
+constexpr size_t kKnobs = kNumKnobFeatures;
+constexpr size_t kKnobsInForce = kKnobsInForceOffset;
 constexpr uint32_t kMaxHidden = 256, kMaxSteps = 64, kMaxHeadHidden = 256;
 
 // CRC32C of the feature names joined by ',': a file trained on another layout is refused.

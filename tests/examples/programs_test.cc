@@ -35,6 +35,14 @@ Output run(const std::string& command) {
   return out;
 }
 
+// The comma-separated cells of one CSV line (the files written here quote nothing).
+std::vector<std::string> csv_cells(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream in(line);
+  for (std::string c; std::getline(in, c, ',');) out.push_back(c);
+  return out;
+}
+
 std::string temp_path(const char* tag) {
   return std::string("/tmp/rdmarepl-test-") + tag + "-" + std::to_string(::getpid()) + ".json";
 }
@@ -214,16 +222,12 @@ TEST_CASE("bench driver --sweep --wal-dir logs every batch and records the syncs
   std::ifstream in(csv);
   std::string header;
   REQUIRE(std::getline(in, header));
-  std::vector<std::string> names;
-  std::stringstream hs(header);
-  for (std::string c; std::getline(hs, c, ',');) names.push_back(c);
+  const std::vector<std::string> names = csv_cells(header);
   const auto col = std::find(names.begin(), names.end(), "wal_sync_p99_us") - names.begin();
   REQUIRE(static_cast<size_t>(col) < names.size());
   size_t rows = 0;
   for (std::string line; std::getline(in, line); ++rows) {
-    std::vector<std::string> cells;
-    std::stringstream ls(line);
-    for (std::string c; std::getline(ls, c, ',');) cells.push_back(c);
+    const std::vector<std::string> cells = csv_cells(line);
     REQUIRE(cells.size() > static_cast<size_t>(col));
     INFO(line);
     CHECK(std::stod(cells[col]) > 0);

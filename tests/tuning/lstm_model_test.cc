@@ -4,7 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-
 #include <cstring>
 #include <fstream>
 #include <iterator>

@@ -38,12 +38,10 @@ FEATURES = (["window_s", "lat_p50_us", "lat_p90_us", "lat_p99_us", "records_per_
              "wal_sync_p99_us"] + ["cur_" + k for k in KNOBS_NAMES] + KNOBS_NAMES)
 # Columns a dataset may lack (written before they existed): read as missing.
 OPTIONAL = {"wal_sync_p99_us"}
+KNOBS = len(KNOBS_NAMES)
 N_FEATURES = len(FEATURES)
-STEP_FEATURES = 26  # a row without its candidate part
-KNOBS = 6  # knobs in force at 20..25, the candidate at 26..31
-KNOBS_IN_FORCE = 20
-assert FEATURES[KNOBS_IN_FORCE:STEP_FEATURES] == ["cur_" + k for k in KNOBS_NAMES]
-assert FEATURES[STEP_FEATURES:] == KNOBS_NAMES
+STEP_FEATURES = N_FEATURES - KNOBS  # a row without its candidate part
+KNOBS_IN_FORCE = STEP_FEATURES - KNOBS  # where the knobs in force begin
 POLL_MODES = {"busy": 0, "sleep": 1, "blocking": 2}
 MAGIC = b"RDRLSTM1"
 FORMAT_VERSION = 1
@@ -69,8 +67,7 @@ crc32c.table = None
 
 
 def read_dataset(path):
-    """Rows of the features (NaN for missing), the two outcomes, and the feature names. Columns
-    are found by name."""
+    """Rows of FEATURES (NaN for missing) and the two outcomes. Columns are found by name."""
     with open(path, newline="") as f:
         reader = csv.reader(f)
         header = next(reader)
@@ -95,7 +92,7 @@ def read_dataset(path):
                     row.append(float(cell) if cell not in ("", "nan") else math.nan)
             rows.append(row)
             outs.append([float(cells[col["out_bytes_per_s"]]), float(cells[col["out_p99_us"]])])
-    return rows, outs, list(FEATURES)
+    return rows, outs
 
 
 def log_features(rows):
@@ -105,12 +102,13 @@ def log_features(rows):
 
 def read_datasets(paths):
     """The rows of several datasets, in order, and the index at which each file begins."""
-    rows, outs, names, starts = [], [], None, set()
+    rows, outs, starts = [], [], set()
     for path in paths:
-        r, o, n = read_dataset(path)
+        r, o = read_dataset(path)
         starts.add(len(rows))
-        rows, outs, names = rows + r, outs + o, n
-    return rows, outs, names, starts
+        rows.extend(r)
+        outs.extend(o)
+    return rows, outs, starts
 
 
 def sequences(rows, steps, starts=frozenset()):
@@ -163,7 +161,7 @@ def train(args):
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
-    rows, outs, names, starts = read_datasets(args.data.split(","))
+    rows, outs, starts = read_datasets(args.data.split(","))
     lx = log_features(rows)[:, :STEP_FEATURES]
     mean = torch.nanmean(lx, dim=0)
     mean = torch.nan_to_num(mean, nan=0.0)
@@ -200,10 +198,10 @@ def train(args):
         fit = log_rmse(model(seq, cand) * out_dev + out_mean, y)
     print(f"train {args.data}: {len(rows)} rows, log1p RMSE throughput {fit[0]:.3f} "
           f"p99 {fit[1]:.3f} (validation loss {best:.3f})")
-    return model, names, mean, dev, out_mean, out_dev
+    return model, mean, dev, out_mean, out_dev
 
 
-def save(path, model, names, mean, dev, out_mean, out_dev, hidden, steps, head):
+def save(path, model, mean, dev, out_mean, out_dev, hidden, steps, head):
     sd = model.state_dict()
     parts = [mean[:STEP_FEATURES], dev[:STEP_FEATURES], sd["lstm.weight_ih_l0"],
              sd["lstm.weight_hh_l0"], sd["lstm.bias_ih_l0"] + sd["lstm.bias_hh_l0"],
@@ -212,7 +210,7 @@ def save(path, model, names, mean, dev, out_mean, out_dev, hidden, steps, head):
     floats = torch.cat([p.reshape(-1) for p in parts]).tolist()
     header = MAGIC + struct.pack(">9I", FORMAT_VERSION, STEP_FEATURES, hidden, steps,
                                  hidden + 2 * KNOBS, head,
-                                 crc32c(",".join(names).encode()), 1, len(floats))
+                                 crc32c(",".join(FEATURES).encode()), 1, len(floats))
     body = header + struct.pack(f">{len(floats)}f", *floats)
     with open(path, "wb") as f:
         f.write(body + struct.pack(">I", crc32c(body)))
@@ -220,7 +218,7 @@ def save(path, model, names, mean, dev, out_mean, out_dev, hidden, steps, head):
 
 
 def heldout(args, model, mean, dev, out_mean, out_dev):
-    rows, outs, _ = read_dataset(args.heldout)
+    rows, outs = read_dataset(args.heldout)
     seq, cand = inputs(rows, args.steps, mean, dev)
     with torch.no_grad():
         pred = model(seq, cand) * out_dev + out_mean
@@ -250,8 +248,8 @@ def main():
     ap.add_argument("--weight-decay", type=float, default=1e-4)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    model, names, mean, dev, out_mean, out_dev = train(args)
-    save(args.out, model, names, mean, dev, out_mean, out_dev, args.hidden, args.steps,
+    model, mean, dev, out_mean, out_dev = train(args)
+    save(args.out, model, mean, dev, out_mean, out_dev, args.hidden, args.steps,
          args.head)
     if args.heldout:
         heldout(args, model, mean, dev, out_mean, out_dev)

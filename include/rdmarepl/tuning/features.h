@@ -13,6 +13,10 @@
 namespace rdmarepl::tuning {
 
 inline constexpr std::size_t kNumFeatures = 32;
+// A row is the observation, then the knobs in force, then the candidate knobs (6 each).
+inline constexpr std::size_t kNumKnobFeatures = 6;
+inline constexpr std::size_t kCandidateOffset = kNumFeatures - kNumKnobFeatures;
+inline constexpr std::size_t kKnobsInForceOffset = kCandidateOffset - kNumKnobFeatures;
 
 // Feature names in input order; they are also the dataset's CSV column names (docs/tuning.md).
 // A model file records them, and loading a model with a different list is refused.
