@@ -104,3 +104,20 @@ if(NOT RDMAREPL_WITH_ROCKSDB STREQUAL "OFF")
   endif()
 endif()
 message(STATUS "rdmarepl: RocksDB example ${RDMAREPL_HAVE_ROCKSDB}")
+
+# Failover (rdmarepl::failover: replica groups electing their leader through etcd): AUTO
+# builds it when libcurl and nlohmann-json are found. A library of its own; the core library
+# does not depend on them.
+set(RDMAREPL_WITH_FAILOVER AUTO CACHE STRING "Build rdmarepl::failover (etcd coordination): AUTO|ON|OFF")
+set(RDMAREPL_HAVE_FAILOVER OFF)
+if(NOT RDMAREPL_WITH_FAILOVER STREQUAL "OFF")
+  find_package(CURL QUIET)
+  find_package(nlohmann_json 3 CONFIG QUIET)
+  if(CURL_FOUND AND nlohmann_json_FOUND)
+    set(RDMAREPL_HAVE_FAILOVER ON)
+  elseif(RDMAREPL_WITH_FAILOVER STREQUAL "ON")
+    message(FATAL_ERROR "RDMAREPL_WITH_FAILOVER=ON but libcurl or nlohmann-json was not found: "
+                        "install libcurl4-openssl-dev and nlohmann-json3-dev (scripts/setup does).")
+  endif()
+endif()
+message(STATUS "rdmarepl: failover (etcd) ${RDMAREPL_HAVE_FAILOVER}")

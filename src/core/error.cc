@@ -53,6 +53,8 @@ class Category final : public std::error_category {
         return "resource busy";
       case Errc::closed:
         return "closed";
+      case Errc::not_leader:
+        return "not the leader";
     }
     return "unknown rdmarepl error";
   }

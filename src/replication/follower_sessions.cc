@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include <thread>
 #include <vector>
 
@@ -280,6 +282,20 @@ void FollowerSessions::start_session(std::unique_ptr<FollowerCarrier> c, const L
 
 std::string FollowerSessions::leader_refusal(const std::string& node, uint64_t epoch,
                                              const std::string& who) const {
+  // A follower bound to one leadership (ChannelOptions::leader_epoch set, as a failover
+  // group's members are) takes no other: neither the deposed one nor a newer one it has
+  // not been told of.
+  if (options_.leader_epoch == std::numeric_limits<uint64_t>::max())
+    return fmt::format(
+        "its epoch {} is not one this follower serves: it accepts no leader until its "
+        "failover node is told which one leads",
+        epoch);
+  if (options_.leader_epoch != 0 && epoch != options_.leader_epoch)
+    return fmt::format(
+        "its epoch {} is not epoch {}, the only one this follower serves "
+        "(ChannelOptions::leader_epoch); a failover group's member follows the leader its "
+        "coordinator names",
+        epoch, options_.leader_epoch);
   // A leader older than one already accepted: a deposed leader that came back.
   if (epoch < highest_epoch_)
     return fmt::format(

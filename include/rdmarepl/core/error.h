@@ -30,6 +30,8 @@ enum class Errc : int {
   already_exists = 17,
   busy = 18,    // a resource is still in use
   closed = 19,  // the object was shut down
+  not_leader =
+      20,  // a write reached a node that does not lead its group (the message names who does)
 };
 
 const std::error_category& error_category() noexcept;

@@ -177,11 +177,13 @@ struct ChannelOptions {
   // from one address, and any from an address backing off after failed handshakes, are
   // closed at once (handshakes_refused; docs/replication.md, "Handshakes").
   uint32_t max_handshakes = 64;
-  // Leader: its epoch, sent in every handshake. A follower refuses a leader whose epoch is
-  // below the highest it accepted, and a leader of another identity (node_id) whose epoch
-  // is not above that of the live leader holding its shards. On failover, start the new
-  // leader with a higher epoch than the old one's (docs/replication.md, "Leader identity
-  // and epoch").
+  // The leadership this channel belongs to. Leader: its epoch, sent in every handshake. A
+  // follower refuses a leader whose epoch is below the highest it accepted, and a leader of
+  // another identity (node_id) whose epoch is not above that of the live leader holding its
+  // shards. On failover, start the new leader with a higher epoch than the old one's
+  // (docs/replication.md, "Leader identity and epoch"). Follower: 0 (default) takes any
+  // leader those rules allow; otherwise only a leader of exactly this epoch (what a
+  // failover group's member does, docs/failover.md).
   uint64_t leader_epoch = 0;
   // Leader: after a failed connection attempt (or a dropped connection that cannot be
   // re-established at once) the next attempt comes reconnect_interval later; each further
