@@ -30,14 +30,16 @@ double self_cpu_seconds() noexcept {
   return cpu_of(ru);
 }
 
-Result<ChildProcess> ChildProcess::spawn(std::string name, const std::vector<std::string>& args) {
+Result<ChildProcess> ChildProcess::spawn(std::string name, const std::vector<std::string>& args,
+                                         const std::string& program,
+                                         const std::string& stderr_path) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     return errno_error(errno, "socketpair for the control socket of " + name);
   }
   // argv is built before fork: the child only calls async-signal-safe functions.
   std::vector<std::string> full;
-  full.push_back("/proc/self/exe");
+  full.push_back(program);
   full.insert(full.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : full) argv.push_back(a.data());
@@ -60,7 +62,11 @@ Result<ChildProcess> ChildProcess::spawn(std::string name, const std::vector<std
     } else if (::dup2(sv[1], kControlFd) < 0) {
       ::_exit(127);
     }
-    ::execv("/proc/self/exe", argv.data());
+    if (!stderr_path.empty()) {
+      const int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (err < 0 || ::dup2(err, STDERR_FILENO) < 0) ::_exit(127);
+    }
+    ::execv(program.c_str(), argv.data());
     ::_exit(127);
   }
   ::close(sv[1]);

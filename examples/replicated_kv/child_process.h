@@ -18,9 +18,12 @@ inline constexpr int kControlFd = 3;
 
 class ChildProcess {
  public:
-  // Runs /proc/self/exe with `args` (argv[1..]); the child's control socket is fd kControlFd.
-  // The child is SIGKILLed by the kernel if this process dies (PR_SET_PDEATHSIG).
-  static Result<ChildProcess> spawn(std::string name, const std::vector<std::string>& args);
+  // Runs `program` (by default this executable) with `args` (argv[1..]); the child's control
+  // socket is fd kControlFd, its stderr goes to `stderr_path` when one is given. The child is
+  // SIGKILLed by the kernel if this process dies (PR_SET_PDEATHSIG).
+  static Result<ChildProcess> spawn(std::string name, const std::vector<std::string>& args,
+                                    const std::string& program = "/proc/self/exe",
+                                    const std::string& stderr_path = {});
 
   ChildProcess() = default;
   ChildProcess(ChildProcess&& other) noexcept;

@@ -205,6 +205,14 @@ DemoCommand parse_demo_command(int argc, char** argv) {
   workload_options(app, c);
   channel_options(app, c);
   run_options(app, c, no_kill, kill_at, linger, timeout);
+  count_option(app, "--failovers", cmd.failovers,
+               "then run a 3-member group that elects its leader through etcd and kill -9 "
+               "its leader N times under writes (default 1; 0: skip this part)",
+               1000, "N");
+  app.add_option("--etcd", cmd.etcd,
+                 "the failover part's etcd client URL (default: start /usr/bin/etcd with a "
+                 "temporary data directory)")
+      ->type_name("URL");
   app.allow_extras();  // reported below in the demo's own words
   try {
     app.parse(argc, argv);

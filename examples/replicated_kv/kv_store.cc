@@ -143,6 +143,11 @@ void DigestTable::erase(uint64_t key) noexcept {
   --size_;
 }
 
+void DigestTable::clear() noexcept {
+  for (size_t i = 0; i < capacity_; ++i) slots_[i] = Slot{0, 0};
+  size_ = 0;
+}
+
 uint64_t DigestTable::sum() const noexcept {
   uint64_t s = 0;
   for (size_t i = 0; i < capacity_; ++i) s += slots_[i].entry;  // empty slots hold 0
@@ -209,6 +214,13 @@ bool KvStore::get(std::string_view key, std::string& out) const {
   if (it == map_.end()) return false;
   out = it->second;
   return true;
+}
+
+void KvStore::clear() {
+  std::lock_guard lock(mu_);
+  map_.clear();
+  hashes_.clear();
+  bytes_ = 0;
 }
 
 void KvStore::reserve(size_t keys) {

@@ -53,6 +53,8 @@ class DigestTable {
   void erase(uint64_t key) noexcept;
   // Room for `keys` entries without growing.
   void reserve(size_t keys);
+  // Empties the table (keeps its capacity).
+  void clear() noexcept;
   [[nodiscard]] size_t size() const noexcept { return size_; }
   // Sum (mod 2^64) of every entry hash.
   [[nodiscard]] uint64_t sum() const noexcept;
@@ -94,6 +96,8 @@ class KvStore {
     }
   }
   bool get(std::string_view key, std::string& out) const;
+  // Empties the store (a failover member rebuilt from its log: failover::FailoverStore).
+  void clear();
   // Sizes the table for `keys` distinct keys up front (no rehash while it fills).
   void reserve(size_t keys);
   [[nodiscard]] size_t size() const;

@@ -14,6 +14,9 @@
 
 #include "child_process.h"
 #include "control_socket.h"
+#if RDMAREPL_KV_FAILOVER
+#include "failover_member.h"
+#endif
 #include "kv_store.h"
 #include "latency.h"
 #include "metrics_server.h"
@@ -308,6 +311,9 @@ std::optional<int> run_role_if_requested(int argc, char** argv) {
   std::string role = flags->get("role");
   if (role == "leader") return run_leader(*flags, ctl);
   if (role == "follower") return run_follower(*flags, ctl);
+#if RDMAREPL_KV_FAILOVER
+  if (role == "member") return run_member(*flags, ctl);
+#endif
   return fail(ctl, "unknown --role '" + role + "'");
 }
 

@@ -75,6 +75,11 @@ Status validate(const NodeOptions& o) {
                  fmt::format("NodeOptions::poll_interval = {} ms; use 1 ms .. a quarter of "
                              "lease_ttl ({} ms)",
                              o.poll_interval.count(), o.lease_ttl.count() / 4));
+  if (o.suspect_after.count() < 0 || o.suspect_after >= o.lease_ttl)
+    return Error(Errc::invalid_argument,
+                 fmt::format("NodeOptions::suspect_after = {} ms; use 0 (off) or less than "
+                             "lease_ttl ({} ms), e.g. 200 ms",
+                             o.suspect_after.count(), o.lease_ttl.count()));
   if (o.channel.shards != 1)
     return Error(Errc::unsupported,
                  fmt::format("NodeOptions::channel.shards = {}; a failover group replicates one "
@@ -130,6 +135,10 @@ struct NodeControl::Impl {
   bool stopping = false;
   std::thread lease_thread, control_thread;
   int64_t last_wait_log_ns = 0;
+  // Follower: watching the leader's session (watch_leader()).
+  int64_t last_connected_ns = 0;
+  bool seen_connected = false;
+  bool suspecting = false;
 
   [[nodiscard]] size_t majority() const noexcept { return opt.members.size() / 2 + 1; }
   const Member* member(const std::string& id) const {
@@ -213,12 +222,60 @@ struct NodeControl::Impl {
     }
     if (my_lease == 0) return;
     if (l->held()) {
-      if (role == NodeRole::follower && epoch == l->epoch) return;
+      if (role == NodeRole::follower && epoch == l->epoch) {
+        watch_leader(*l);
+        return;
+      }
       follow(*l);
       return;
     }
     if (role != NodeRole::none) fence("the leader is gone");
     report_and_campaign(my_lease);
+  }
+
+  // A follower that lost its leader's session for suspect_after (lease_ttl before the
+  // leader first connected) says so under suspects/<id>; once enough followers suspect
+  // the leader that it cannot reach a majority, its lease is revoked: its key vanishes and
+  // the group takes over now, not when etcd expires the lease. Safe for acknowledged writes
+  // because a new leader still needs a majority of fenced reports (report_and_campaign()).
+  void watch_leader(const coordination::Leader& l) {
+    const auto mode = opt.channel.ack_mode;
+    if (opt.suspect_after.count() == 0 ||
+        (mode != replication::AckMode::quorum && mode != replication::AckMode::all))
+      return;
+    const int64_t now = now_ns();
+    if (host.leader_connected()) {
+      seen_connected = true;
+      last_connected_ns = now;
+      if (suspecting) {
+        suspecting = false;
+        (void)coord->put(root + "suspects/" + opt.id, json{{"epoch", 0}}.dump(), lease.load());
+      }
+      return;
+    }
+    const auto grace = std::chrono::nanoseconds(
+        seen_connected ? opt.suspect_after : std::max(opt.suspect_after, opt.lease_ttl));
+    if (now - last_connected_ns < grace.count()) return;
+    if (!suspecting) {
+      if (!coord->put(root + "suspects/" + opt.id, json{{"epoch", l.epoch}}.dump(), lease.load()))
+        return;
+      suspecting = true;
+      log::warn("rdmarepl node {}: no session from leader {} of epoch {} for {} ms; suspects it",
+                opt.id, leader().id, l.epoch, (now - last_connected_ns) / 1'000'000);
+    }
+    auto all = coord->list(root + "suspects/");
+    if (!all) return;
+    size_t suspects = 0;
+    for (const auto& kv : *all) {
+      json v = json::parse(kv.value, nullptr, false);
+      if (!v.is_discarded() && v.value("epoch", uint64_t{0}) == l.epoch) ++suspects;
+    }
+    if (suspects < opt.members.size() - majority() + 1) return;
+    log::warn(
+        "rdmarepl node {}: {} followers have no session from leader {} of epoch {}: it "
+        "cannot reach a majority; its lease is revoked so that the group takes over",
+        opt.id, suspects, leader().id, l.epoch);
+    (void)coord->revoke_lease(l.lease);
   }
 
   void step_down(const std::string& why) {
@@ -356,6 +413,9 @@ struct NodeControl::Impl {
     }
     epoch = l.epoch;
     role = NodeRole::follower;
+    last_connected_ns = now_ns();
+    seen_connected = false;
+    suspecting = false;
     set_leader({l.epoch, leader_id, m->endpoint});
     log::info("rdmarepl node {}: follows {} (epoch {}) from seq {}", opt.id, leader_id, l.epoch,
               host.last_seq());

@@ -41,6 +41,7 @@ void FollowerSessions::close() noexcept {
     for (auto& c : carriers_) c->conn->close();
     carriers_.clear();
     in_session_ = false;
+    metrics_.leader_sessions.store(0, std::memory_order_relaxed);
   });
 }
 
@@ -54,6 +55,7 @@ void FollowerSessions::drop(std::string_view why, bool protocol_error) noexcept 
   // The shards' carrier pointers are cleared under their locks by the next session's
   // install(); until then nothing posts on them (send_ack and replies check in_session()).
   in_session_ = false;
+  metrics_.leader_sessions.store(0, std::memory_order_relaxed);
 }
 
 void FollowerSessions::accept_loop() noexcept {
@@ -363,6 +365,7 @@ std::string FollowerSessions::begin_session(std::unique_ptr<FollowerCarrier>& co
     carriers_.push_back(std::move(conn));
     session_ = session;
     in_session_ = true;
+    metrics_.leader_sessions.store(1, std::memory_order_relaxed);
     end_session_.store(false, std::memory_order_relaxed);
   });
   return moved;

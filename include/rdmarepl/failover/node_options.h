@@ -40,6 +40,13 @@ struct NodeOptions {
   // A leader acknowledges nothing once `lease_margin` of the TTL is left since its last
   // renewal was sent (room for clock rate drift between it and etcd).
   double lease_margin = 0.2;
+  // A follower whose leader's session stays down this long suspects the leader (it was
+  // killed, or is cut off). When enough followers suspect it that it cannot reach a
+  // majority any more (members - majority + 1 of them), they revoke its lease at once
+  // instead of waiting up to lease_ttl for etcd to expire it. Only under ack_mode quorum
+  // or all, where a leader without a majority acknowledges nothing; 0 disables it.
+  // Shorter: faster failover, and needless ones when connections stall this long.
+  std::chrono::milliseconds suspect_after{200};
   // How often the node looks at the election and the group's keys.
   std::chrono::milliseconds poll_interval{50};
   // The channel options of every role; role, peers, listen, node_id, leader_epoch and

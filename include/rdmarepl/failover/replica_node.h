@@ -60,6 +60,14 @@ class TrackedStore {
     if (st && !r.seqs().empty()) last_.store(r.seqs()[0], std::memory_order_release);
     return st;
   }
+  // A leader's own write: the store takes it, the position is the channel's.
+  void apply_local(replication::Op op, std::string_view key, std::string_view value) {
+    replication::Record r;
+    r.op = op;
+    r.key = key;
+    r.value = value;
+    s_.apply(r);
+  }
   uint64_t durable_seq(uint32_t) const noexcept { return last_.load(std::memory_order_acquire); }
   void clear() {
     s_.clear();
@@ -110,8 +118,29 @@ class ReplicaNode final : private detail::NodeHost {
   ReplicaNode(const ReplicaNode&) = delete;
   ReplicaNode& operator=(const ReplicaNode&) = delete;
 
+  // Leader: replicates the write and applies it to the store (Store::apply, once the channel
+  // took it; a refused write touches nothing), both under the node's leadership: a step-down, which rebuilds the store from the log, cannot come
+  // between the two. The way to write on a node. On a node that does not lead:
+  // Errc::not_leader, naming the leader to redirect to; the store is not touched.
+  Result<NodeTicket> put(std::string_view key, std::string_view value) {
+    return write([&](Channel& c) {
+      auto w = c.replicate(key, value);
+      if (w.ok()) tracked_.apply_local(replication::Op::put, key, value);
+      return w;
+    });
+  }
+  Result<NodeTicket> remove(std::string_view key) {
+    return write([&](Channel& c) {
+      auto w = c.erase(key);
+      if (w.ok()) tracked_.apply_local(replication::Op::erase, key, {});
+      return w;
+    });
+  }
   // Leader: replicates a write the store already applied (as ReplicationChannel::replicate).
-  // On a node that does not lead: Errc::not_leader, naming the leader to redirect to.
+  // The caller must then make sure its store write and this call see the same leadership
+  // (a store write on a node that stepped down in between survives the rebuild from the log
+  // only in the store); put() and remove() do that. On a node that does not lead:
+  // Errc::not_leader, naming the leader to redirect to.
   Result<NodeTicket> replicate(std::string_view key, std::string_view value) {
     return write([&](Channel& c) { return c.replicate(key, value); });
   }
@@ -145,6 +174,10 @@ class ReplicaNode final : private detail::NodeHost {
     std::shared_lock g(mu_);
     if (channel_ && leading_) return channel_->last_seq(0);
     return tracked_.durable_seq(0);
+  }
+  [[nodiscard]] bool leader_connected() const override {
+    std::shared_lock g(mu_);
+    return channel_ && !leading_ && channel_->metrics().leader_sessions != 0;
   }
   // Stops the node. With `resign` a leader hands its leadership back first, so that another
   // member takes over without waiting for the lease to expire.

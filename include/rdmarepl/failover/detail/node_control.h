@@ -32,6 +32,8 @@ class NodeHost {
   virtual Status open_leader(uint64_t epoch) = 0;
   virtual Status open_follower(uint64_t epoch) = 0;
   virtual void close_channel() noexcept = 0;
+  // Follower: a leader's session is established now (ChannelMetrics::leader_sessions).
+  [[nodiscard]] virtual bool leader_connected() const = 0;
   // The last seq of shard 0 the store holds.
   [[nodiscard]] virtual uint64_t last_seq() const noexcept = 0;
   // Empties the store (Store::clear()); with `keep_log` false the log too (the member
