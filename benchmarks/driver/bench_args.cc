@@ -180,6 +180,29 @@ void add_shift_options(CLI::App& app, BenchArgs& a) {
   app.add_option("--shift-csv", l.shift_csv, "per-window results (default shift.csv)")->group(g);
 }
 
+// --failovers (failover_bench.h): shares --ack, --value-size, --json, --quiet, --timeout.
+void add_failover_options(CLI::App& app, BenchArgs& a) {
+  const std::string g = "Failover (--failovers; docs/benchmarks.md \"Failover\")";
+  app.add_option("--failovers", a.failovers,
+                 "a group of --members ReplicaNode processes electing their leader through "
+                 "etcd: kill -9 its leader N times under writes and time each failover (kill "
+                 "to the new leader's first acknowledged write); needs --ack quorum or all")
+      ->group(g);
+  app.add_option("--members", a.members, "members of the failover group (default 3)")
+      ->check(CLI::Range(3u, 7u))
+      ->group(g);
+  app.add_option("--failover-writes", a.failover_writes,
+                 "writes each leadership acknowledges before its leader is killed (default "
+                 "2000)")
+      ->check(CLI::PositiveNumber)
+      ->group(g);
+  app.add_option("--lease-ms", a.lease_ms, "the leadership lease TTL (default 1000)")->group(g);
+  app.add_option("--etcd", a.etcd,
+                 "etcd client URL (default: start /usr/bin/etcd with a temporary data "
+                 "directory)")
+      ->group(g);
+}
+
 // --burst (benchmarks/tuning/burst.cc); it shares --rate, --phase-windows, --window-ms,
 // --warmup-windows, --latency-target-us (the SLO), --tuner-period-ms and --model.
 void add_burst_options(CLI::App& app, BenchArgs& a) {
@@ -329,6 +352,7 @@ void add_bench_options(CLI::App& app, BenchArgs& a) {
   add_run_options(app, a);
   add_output_options(app, a);
   add_live_options(app, a);
+  add_failover_options(app, a);
 }
 
 Status finish_bench_args(const CLI::App& app, BenchArgs& a) {
@@ -357,6 +381,17 @@ Status finish_bench_args(const CLI::App& app, BenchArgs& a) {
   }
   auto& w = a.config.workload;
   RDMAREPL_TRY(parse_value_size("--value-size", a.value_size, w.value_min, w.value_max));
+  if (a.failovers != 0) {
+    if (a.config.ack != replication::AckMode::quorum && a.config.ack != replication::AckMode::all)
+      return Error(Errc::invalid_argument,
+                   fmt::format("--failovers with --ack {}: a failover group loses what its "
+                               "leader acknowledged alone; use --ack quorum or all",
+                               to_string(a.config.ack)));
+    if (w.value_min != w.value_max)
+      return Error(Errc::invalid_argument, "--failovers takes one --value-size, not a range");
+    a.config.timeout = std::chrono::seconds(a.timeout_s);
+    return ok_status();
+  }
   a.config.digest_only_store = a.store == "digest";
   if (w.keyspace == 0) w.keyspace = w.records;
   a.config.timeout = std::chrono::seconds(a.timeout_s);

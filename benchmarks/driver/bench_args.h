@@ -28,6 +28,12 @@ struct BenchArgs {
   bool phased = false;
   bool burst = false;
   bool shift = false;
+  // --failovers N: a failover group instead of the replicated run (failover_bench.h).
+  uint32_t failovers = 0;
+  uint32_t members = 3;
+  uint64_t failover_writes = 2000;
+  uint64_t lease_ms = 1000;
+  std::string etcd;
   LiveArgs live;
 };
 

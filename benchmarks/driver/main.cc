@@ -20,6 +20,9 @@
 
 #include "bench_args.h"
 #include "cluster.h"
+#if RDMAREPL_KV_FAILOVER
+#include "failover_bench.h"
+#endif
 #include "machine.h"
 #include "metrics_text.h"
 #include "redis_compare.h"
@@ -259,6 +262,16 @@ int main(int argc, char** argv) {
   if (args.phased) return run_phased(args.live);
   if (args.burst) return run_burst(args.live);
   if (args.shift) return run_shift(args.live);
+  if (args.failovers != 0) {
+#if RDMAREPL_KV_FAILOVER
+    return run_failover_bench(args);
+#else
+    fmt::print(stderr,
+               "rdmarepl-bench: --failovers needs rdmarepl::failover, which this build lacks "
+               "(it needs libcurl and nlohmann-json; scripts/setup installs them)\n");
+    return 3;
+#endif
+  }
 
   args.config.progress = !args.quiet && ::isatty(STDOUT_FILENO);
   const auto machine = machine_info();

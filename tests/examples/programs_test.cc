@@ -63,8 +63,12 @@ bool json_ok(const std::string& path, const std::string& checks) {
 
 }  // namespace
 
-TEST_CASE("demo: a follower is killed and restarted, and every digest matches", "[demo]") {
-  auto r = run(std::string(RDMAREPL_DEMO_BIN) + " --records 20000 --quiet --timeout 120");
+TEST_CASE(
+    "demo: a follower is killed and restarted, every digest matches; then a group's leader "
+    "is killed twice and no acknowledged write is lost",
+    "[demo]") {
+  auto r =
+      run(std::string(RDMAREPL_DEMO_BIN) + " --records 20000 --failovers 2 --quiet --timeout 120");
   INFO(r.text);
   REQUIRE(r.code == 0);
   // Three digest lines (leader and two followers) with one and the same value.
@@ -85,7 +89,13 @@ TEST_CASE("demo: a follower is killed and restarted, and every digest matches", 
   // Every follower served reads; the leader read 1000 keys back from each one.
   CHECK(r.text.find("reads            1000 keys read back from each of 2 followers' read "
                     "servers: every answer equals the leader's store") != std::string::npos);
-  CHECK(r.text.find("verified         yes") != std::string::npos);
+  CHECK(r.text.find("verified         yes: every store holds the same contents") !=
+        std::string::npos);
+  // The failover part: two leader kills, each followed by a new leader's acknowledgement.
+  CHECK(r.text.find("over 2 (SIGKILL of the leader") != std::string::npos);
+  CHECK(r.text.find("\n  acknowledged lost: 0\n") != std::string::npos);
+  CHECK(r.text.find("verified         yes: every member holds every acknowledged write") !=
+        std::string::npos);
 }
 
 TEST_CASE("demo: a bad flag is a usage error with a hint", "[demo]") {

@@ -56,7 +56,7 @@ struct ScrapedRun {
     const std::string cmd = "timeout 120 " RDMAREPL_DEMO_BIN " --records " +
                             std::to_string(kRecords) + " --followers " +
                             std::to_string(kFollowers) + " --shards " + std::to_string(kShards) +
-                            " --value-size 64-256 --kill-at 0.4 --quiet --linger 3 --wal-dir " +
+                            " --value-size 64-256 --kill-at 0.4 --failovers 0 --quiet --linger 3 --wal-dir " +
                             dir + "/wal --durability interval --metrics-port " +
                             std::to_string(base) + " > " + dir + "/demo.log 2>&1";
     demo_status = std::system(cmd.c_str());

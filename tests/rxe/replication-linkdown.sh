@@ -11,7 +11,7 @@ set -uo pipefail
 kv="$1"
 records="${2:-60k}"
 # Line-buffered: the progress lines must reach kv.log as they are printed.
-stdbuf -oL "$kv" --transport verbs --records "$records" --no-kill --timeout 240 >kv.log 2>&1 &
+stdbuf -oL "$kv" --transport verbs --records "$records" --no-kill --failovers 0 --timeout 240 >kv.log 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do
   grep -q '(20%)' kv.log && break

@@ -13,7 +13,7 @@ hw=/sys/class/infiniband/rxe0/ports/1/hw_counters
 fail() { echo "rnic-metrics: $*"; cat kv.log; exit 1; }
 before_sent=$(cat "$hw/sent_pkts")
 before_rcvd=$(cat "$hw/rcvd_pkts")
-"$kv" --transport verbs --records 20k --no-kill --linger 6 --metrics-port "$port" \
+"$kv" --transport verbs --records 20k --no-kill --failovers 0 --linger 6 --metrics-port "$port" \
   --timeout 240 >kv.log 2>&1 &
 pid=$!
 value() { grep -F "rdmarepl_rnic_hw_counter_total{device=\"rxe0\",port=\"1\",counter=\"$1\"}" \

@@ -1,0 +1,93 @@
+#include "failover_bench.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "failover_run.h"
+#include "machine.h"
+
+namespace rdmarepl::bench {
+
+namespace {
+
+// Nearest-rank percentile of sorted `v` (q in (0, 1]).
+double percentile(const std::vector<double>& v, double q) {
+  if (v.empty()) return 0;
+  const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+}
+
+}  // namespace
+
+int run_failover_bench(const BenchArgs& args) {
+  kvdemo::FailoverConfig c;
+  c.members = args.members;
+  c.failovers = args.failovers;
+  c.writes_per_leader = args.failover_writes;
+  c.value_size = args.config.workload.value_min;
+  c.ack = args.config.ack;
+  c.lease_ttl = std::chrono::milliseconds(args.lease_ms);
+  c.etcd = args.etcd;
+  c.progress = !args.quiet;
+  c.timeout = args.config.timeout;
+  const auto machine = machine_info();
+  fmt::print(
+      "rdmarepl-bench --failovers: {} members electing their leader through etcd{}, ack={}, "
+      "{} B values, lease {} ms, {} leader kills, {} writes per leadership, on {} cores "
+      "({})\n",
+      c.members, c.etcd.empty() ? " (started here)" : " at " + c.etcd, to_string(c.ack),
+      c.value_size, c.lease_ttl.count(), c.failovers, c.writes_per_leader, machine.cores,
+      machine.cpu_model);
+  std::fflush(stdout);
+  auto run = kvdemo::run_failovers(c);
+  if (!run) {
+    fmt::print(stderr, "rdmarepl-bench: failover run failed: {}\n", run.error().to_string());
+    return 3;
+  }
+  const auto& r = *run;
+  std::vector<double> ms = r.failover_ms;
+  std::sort(ms.begin(), ms.end());
+  const double p50 = percentile(ms, 0.5), p99 = percentile(ms, 0.99);
+  const double max = ms.empty() ? 0 : ms.back(), min = ms.empty() ? 0 : ms.front();
+  fmt::print("\n{:<24} {:>9} {:>9} {:>9} {:>9}\n", "failover (ms)", "p50", "p99", "max", "min");
+  fmt::print("{:<24} {:>9.0f} {:>9.0f} {:>9.0f} {:>9.0f}\n",
+             fmt::format("kill -> ack, n={}", ms.size()), p50, p99, max, min);
+  fmt::print("acknowledged writes      {}\n", r.acknowledged);
+  fmt::print("acknowledged lost        {}\n", r.lost);
+  fmt::print("verified                 {}\n",
+             r.verified ? "yes (nothing acknowledged lost, every member's store equal)" : "NO");
+  if (!args.json.empty()) {
+    nlohmann::ordered_json j;
+    j["mode"] = "failover";
+    j["members"] = c.members;
+    j["ack"] = to_string(c.ack);
+    j["transport"] = "tcp";
+    j["value_size"] = c.value_size;
+    j["lease_ms"] = c.lease_ttl.count();
+    j["failovers"] = c.failovers;
+    j["writes_per_leader"] = c.writes_per_leader;
+    j["failover_ms"] = {{"p50", p50}, {"p99", p99}, {"max", max}, {"min", min},
+                        {"samples", r.failover_ms}};
+    j["acknowledged_writes"] = r.acknowledged;
+    j["acknowledged_lost"] = r.lost;
+    j["converged"] = r.converged;
+    j["verified"] = r.verified;
+    j["seconds"] = r.seconds;
+    j["machine"] = {
+        {"nproc", machine.cores}, {"cpu_model", machine.cpu_model}, {"kernel", machine.kernel}};
+    std::ofstream out(args.json);
+    out << j.dump(2) << "\n";
+    if (!out) {
+      fmt::print(stderr, "rdmarepl-bench: cannot write {}\n", args.json);
+      return 3;
+    }
+  }
+  return r.verified ? 0 : 1;
+}
+
+}  // namespace rdmarepl::bench
