@@ -197,6 +197,10 @@ void add_failover_options(CLI::App& app, BenchArgs& a) {
       ->check(CLI::PositiveNumber)
       ->group(g);
   app.add_option("--lease-ms", a.lease_ms, "the leadership lease TTL (default 1000)")->group(g);
+  app.add_option("--suspect-ms", a.suspect_ms,
+                 "followers without their leader's session this long revoke its lease "
+                 "(NodeOptions::suspect_after; default 200, 0: wait for the lease to expire)")
+      ->group(g);
   app.add_option("--etcd", a.etcd,
                  "etcd client URL (default: start /usr/bin/etcd with a temporary data "
                  "directory)")

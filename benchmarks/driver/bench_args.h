@@ -33,6 +33,7 @@ struct BenchArgs {
   uint32_t members = 3;
   uint64_t failover_writes = 2000;
   uint64_t lease_ms = 1000;
+  uint64_t suspect_ms = 200;
   std::string etcd;
   LiveArgs live;
 };

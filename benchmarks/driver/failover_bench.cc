@@ -32,16 +32,17 @@ int run_failover_bench(const BenchArgs& args) {
   c.value_size = args.config.workload.value_min;
   c.ack = args.config.ack;
   c.lease_ttl = std::chrono::milliseconds(args.lease_ms);
+  c.suspect_after = std::chrono::milliseconds(args.suspect_ms);
   c.etcd = args.etcd;
   c.progress = !args.quiet;
   c.timeout = args.config.timeout;
   const auto machine = machine_info();
   fmt::print(
       "rdmarepl-bench --failovers: {} members electing their leader through etcd{}, ack={}, "
-      "{} B values, lease {} ms, {} leader kills, {} writes per leadership, on {} cores "
-      "({})\n",
+      "{} B values, lease {} ms, suspect after {} ms, {} leader kills, {} writes per "
+      "leadership, on {} cores ({})\n",
       c.members, c.etcd.empty() ? " (started here)" : " at " + c.etcd, to_string(c.ack),
-      c.value_size, c.lease_ttl.count(), c.failovers, c.writes_per_leader, machine.cores,
+      c.value_size, c.lease_ttl.count(), c.suspect_after.count(), c.failovers, c.writes_per_leader, machine.cores,
       machine.cpu_model);
   std::fflush(stdout);
   auto run = kvdemo::run_failovers(c);
@@ -69,6 +70,7 @@ int run_failover_bench(const BenchArgs& args) {
     j["transport"] = "tcp";
     j["value_size"] = c.value_size;
     j["lease_ms"] = c.lease_ttl.count();
+    j["suspect_ms"] = c.suspect_after.count();
     j["failovers"] = c.failovers;
     j["writes_per_leader"] = c.writes_per_leader;
     j["failover_ms"] = {{"p50", p50}, {"p99", p99}, {"max", max}, {"min", min},

@@ -60,6 +60,9 @@ Result<failover::NodeOptions> member_options(const Flags& f) {
   auto lease = f.get_u64("lease-ms", 1000);
   if (!lease) return std::move(lease).error();
   o.lease_ttl = std::chrono::milliseconds(*lease);
+  auto suspect = f.get_u64("suspect-ms", 200);
+  if (!suspect) return std::move(suspect).error();
+  o.suspect_after = std::chrono::milliseconds(*suspect);
   auto ack = parse_enum<replication::AckMode>(f.get("ack", "quorum"), "--ack");
   if (!ack) return std::move(ack).error();
   auto value_size = f.get_u64("value-size", 1024);

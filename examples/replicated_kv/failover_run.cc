@@ -106,7 +106,9 @@ class Group {
     auto p = ChildProcess::spawn(
         id, {"--role", "member", "--id", id, "--members", members_, "--etcd", etcd_, "--dir",
              (root_ / id).string(), "--ack", std::string(to_string(c_.ack)), "--lease-ms",
-             std::to_string(c_.lease_ttl.count()), "--value-size", std::to_string(c_.value_size)});
+             std::to_string(c_.lease_ttl.count()), "--suspect-ms",
+             std::to_string(c_.suspect_after.count()), "--value-size",
+             std::to_string(c_.value_size)});
     if (!p) return std::move(p).error();
     procs_[i] = std::move(*p);
     auto ready = ask(i, {}, "ready", 60s);

@@ -31,6 +31,8 @@ struct FailoverConfig {
   uint32_t chunk = 32;
   replication::AckMode ack = replication::AckMode::quorum;
   std::chrono::milliseconds lease_ttl{1000};
+  // NodeOptions::suspect_after of every member (0: wait for the lease to expire).
+  std::chrono::milliseconds suspect_after{200};
   // etcd client URL; empty: the run starts /usr/bin/etcd with a temporary data directory.
   std::string etcd;
   // Where the members keep their logs (one directory each); empty: a temporary directory,
