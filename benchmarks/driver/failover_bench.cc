@@ -42,8 +42,8 @@ int run_failover_bench(const BenchArgs& args) {
       "{} B values, lease {} ms, suspect after {} ms, {} leader kills, {} writes per "
       "leadership, on {} cores ({})\n",
       c.members, c.etcd.empty() ? " (started here)" : " at " + c.etcd, to_string(c.ack),
-      c.value_size, c.lease_ttl.count(), c.suspect_after.count(), c.failovers, c.writes_per_leader, machine.cores,
-      machine.cpu_model);
+      c.value_size, c.lease_ttl.count(), c.suspect_after.count(), c.failovers, c.writes_per_leader,
+      machine.cores, machine.cpu_model);
   std::fflush(stdout);
   auto run = kvdemo::run_failovers(c);
   if (!run) {
@@ -73,8 +73,8 @@ int run_failover_bench(const BenchArgs& args) {
     j["suspect_ms"] = c.suspect_after.count();
     j["failovers"] = c.failovers;
     j["writes_per_leader"] = c.writes_per_leader;
-    j["failover_ms"] = {{"p50", p50}, {"p99", p99}, {"max", max}, {"min", min},
-                        {"samples", r.failover_ms}};
+    j["failover_ms"] = {
+        {"p50", p50}, {"p99", p99}, {"max", max}, {"min", min}, {"samples", r.failover_ms}};
     j["acknowledged_writes"] = r.acknowledged;
     j["acknowledged_lost"] = r.lost;
     j["converged"] = r.converged;

@@ -14,7 +14,7 @@ struct DemoCommand {
   // The failover part after the replicated run: a group of 3 ReplicaNode members through
   // etcd, its leader killed this many times (0: no failover part).
   uint32_t failovers = 1;
-  std::string etcd;  // a running etcd's client URL; empty: the demo starts one
+  std::string etcd;              // a running etcd's client URL; empty: the demo starts one
   std::optional<int> exit_code;  // set: --help was printed (0) or the line is wrong (2)
 };
 

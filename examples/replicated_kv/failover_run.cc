@@ -78,8 +78,8 @@ Result<ChildProcess> start_etcd(const fs::path& dir, std::string& url) {
     if ((*probe)->leader("/rdmarepl/ready").ok()) return etcd;
     std::this_thread::sleep_for(50ms);
   }
-  return Error(Errc::timeout, "etcd did not answer within 10 s; see " +
-                                  (dir / "etcd.log").string());
+  return Error(Errc::timeout,
+               "etcd did not answer within 10 s; see " + (dir / "etcd.log").string());
 }
 
 struct RoleInfo {
@@ -104,11 +104,11 @@ class Group {
   Status start(size_t i) {
     const std::string id = fmt::format("n{}", i);
     auto p = ChildProcess::spawn(
-        id, {"--role", "member", "--id", id, "--members", members_, "--etcd", etcd_, "--dir",
-             (root_ / id).string(), "--ack", std::string(to_string(c_.ack)), "--lease-ms",
-             std::to_string(c_.lease_ttl.count()), "--suspect-ms",
-             std::to_string(c_.suspect_after.count()), "--value-size",
-             std::to_string(c_.value_size)});
+        id,
+        {"--role", "member", "--id", id, "--members", members_, "--etcd", etcd_, "--dir",
+         (root_ / id).string(), "--ack", std::string(to_string(c_.ack)), "--lease-ms",
+         std::to_string(c_.lease_ttl.count()), "--suspect-ms",
+         std::to_string(c_.suspect_after.count()), "--value-size", std::to_string(c_.value_size)});
     if (!p) return std::move(p).error();
     procs_[i] = std::move(*p);
     auto ready = ask(i, {}, "ready", 60s);
@@ -128,8 +128,8 @@ class Group {
     if (got->rfind("error ", 0) == 0)
       return Error(Errc::io_error, p.name() + " failed: " + error_text(*got));
     if (got->rfind(prefix, 0) != 0)
-      return Error(Errc::protocol_error, fmt::format("{} sent '{}', expected '{}...'", p.name(),
-                                                     *got, prefix));
+      return Error(Errc::protocol_error,
+                   fmt::format("{} sent '{}', expected '{}...'", p.name(), *got, prefix));
     return got;
   }
   Result<RoleInfo> role(size_t i) {
@@ -275,9 +275,10 @@ Status run(Group& g, const FailoverConfig& c, FailoverResult& result) {
     if (!ms) return std::move(ms).error();
     result.failover_ms.push_back(*ms);
     if (c.progress)
-      fmt::print("  failover {}/{}: n{} killed (SIGKILL), n{} leads; first write acknowledged "
-                 "after {:.0f} ms\n",
-                 f + 1, c.failovers, old, client.leader(), *ms);
+      fmt::print(
+          "  failover {}/{}: n{} killed (SIGKILL), n{} leads; first write acknowledged "
+          "after {:.0f} ms\n",
+          f + 1, c.failovers, old, client.leader(), *ms);
     std::fflush(stdout);
     // With its old log: it must rejoin as a follower.
     if (!g.running(old)) RDMAREPL_TRY(g.start(old));
@@ -288,8 +289,8 @@ Status run(Group& g, const FailoverConfig& c, FailoverResult& result) {
   auto digests = converge(g, Deadline::after(60s), result.converged);
   if (!digests) return std::move(digests).error();
   result.digests = std::move(*digests);
-  auto check = g.ask(client.leader(), fmt::format("check count={}", result.acknowledged),
-                     "check ", 120s);
+  auto check =
+      g.ask(client.leader(), fmt::format("check count={}", result.acknowledged), "check ", 120s);
   if (!check) return std::move(check).error();
   result.lost = number(*check, "missing", UINT64_MAX);
   result.verified = result.converged && result.lost == 0;
@@ -315,9 +316,9 @@ Result<FailoverResult> run_failovers(const FailoverConfig& c) {
                              "least 3",
                              c.members));
   const bool temp = c.dir.empty();
-  const fs::path root = temp ? fs::temp_directory_path() /
-                                   fmt::format("rdmarepl-failover-{}", ::getpid())
-                             : fs::path(c.dir);
+  const fs::path root =
+      temp ? fs::temp_directory_path() / fmt::format("rdmarepl-failover-{}", ::getpid())
+           : fs::path(c.dir);
   std::error_code ec;
   fs::remove_all(root, ec);
   fs::create_directories(root, ec);

@@ -49,10 +49,10 @@ struct FailoverResult {
   uint64_t lost = 0;
   // Kill of the leader -> first write acknowledged by the new one, per failover.
   std::vector<double> failover_ms;
-  double seconds = 0;  // the whole run, failovers included
+  double seconds = 0;                                   // the whole run, failovers included
   std::vector<std::pair<std::string, Digest>> digests;  // per member, once converged
-  bool converged = false;  // every member's digest equal at the end
-  bool verified = false;   // converged and lost == 0
+  bool converged = false;                               // every member's digest equal at the end
+  bool verified = false;                                // converged and lost == 0
 };
 
 Result<FailoverResult> run_failovers(const FailoverConfig& config);

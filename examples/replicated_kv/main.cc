@@ -11,8 +11,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "cluster.h"
 #include "demo_cli.h"
@@ -35,7 +35,7 @@ bool failover_part(const DemoCommand& cmd) {
   f.failovers = cmd.failovers;
   f.etcd = cmd.etcd;
   f.ack = cmd.config.ack == replication::AckMode::all ? replication::AckMode::all
-                                                       : replication::AckMode::quorum;
+                                                      : replication::AckMode::quorum;
   f.progress = cmd.config.progress;
   fmt::print(
       "\nfailover: a group of {} members electing its leader through etcd{}, ack={}, {} B "
@@ -52,23 +52,25 @@ bool failover_part(const DemoCommand& cmd) {
   fmt::print("\nfailover summary\n");
   std::vector<double> ms = r.failover_ms;
   std::sort(ms.begin(), ms.end());
-  fmt::print("  failover time    {} (SIGKILL of the leader to the first write the new leader "
-             "acknowledged)\n",
-             ms.empty() ? std::string("-")
-                        : fmt::format("median {:.0f} ms, max {:.0f} ms over {}",
-                                      ms[ms.size() / 2], ms.back(), ms.size()));
+  fmt::print(
+      "  failover time    {} (SIGKILL of the leader to the first write the new leader "
+      "acknowledged)\n",
+      ms.empty() ? std::string("-")
+                 : fmt::format("median {:.0f} ms, max {:.0f} ms over {}", ms[ms.size() / 2],
+                               ms.back(), ms.size()));
   fmt::print("  acknowledged     {} writes\n", r.acknowledged);
   fmt::print("  acknowledged lost: {}\n", r.lost);
   for (const auto& [node, d] : r.digests)
     fmt::print("  {:<12} {}  {}\n", node, d.to_string(),
                d == r.digests.front().second ? "match" : "MISMATCH");
-  fmt::print("  verified         {}\n",
-             r.verified ? "yes: every member holds every acknowledged write, all stores equal"
-                        : "NO");
+  fmt::print(
+      "  verified         {}\n",
+      r.verified ? "yes: every member holds every acknowledged write, all stores equal" : "NO");
   return r.verified;
 #else
-  fmt::print("\nfailover: skipped: this build has no rdmarepl::failover (it needs libcurl and "
-             "nlohmann-json; scripts/setup installs them)\n");
+  fmt::print(
+      "\nfailover: skipped: this build has no rdmarepl::failover (it needs libcurl and "
+      "nlohmann-json; scripts/setup installs them)\n");
   return true;
 #endif
 }

@@ -53,12 +53,12 @@ struct ScrapedRun {
     prom = std::make_unique<PrometheusServer>(dir, targets);
     REQUIRE(prom->wait_scraping(targets.size(), 30));
     start = now_s();
-    const std::string cmd = "timeout 120 " RDMAREPL_DEMO_BIN " --records " +
-                            std::to_string(kRecords) + " --followers " +
-                            std::to_string(kFollowers) + " --shards " + std::to_string(kShards) +
-                            " --value-size 64-256 --kill-at 0.4 --failovers 0 --quiet --linger 3 --wal-dir " +
-                            dir + "/wal --durability interval --metrics-port " +
-                            std::to_string(base) + " > " + dir + "/demo.log 2>&1";
+    const std::string cmd =
+        "timeout 120 " RDMAREPL_DEMO_BIN " --records " + std::to_string(kRecords) +
+        " --followers " + std::to_string(kFollowers) + " --shards " + std::to_string(kShards) +
+        " --value-size 64-256 --kill-at 0.4 --failovers 0 --quiet --linger 3 --wal-dir " + dir +
+        "/wal --durability interval --metrics-port " + std::to_string(base) + " > " + dir +
+        "/demo.log 2>&1";
     demo_status = std::system(cmd.c_str());
     end = now_s();
     std::ifstream in(dir + "/demo.log");

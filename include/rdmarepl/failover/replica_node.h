@@ -119,9 +119,10 @@ class ReplicaNode final : private detail::NodeHost {
   ReplicaNode& operator=(const ReplicaNode&) = delete;
 
   // Leader: replicates the write and applies it to the store (Store::apply, once the channel
-  // took it; a refused write touches nothing), both under the node's leadership: a step-down, which rebuilds the store from the log, cannot come
-  // between the two. The way to write on a node. On a node that does not lead:
-  // Errc::not_leader, naming the leader to redirect to; the store is not touched.
+  // took it; a refused write touches nothing), both under the node's leadership: a step-down, which
+  // rebuilds the store from the log, cannot come between the two. The way to write on a node. On a
+  // node that does not lead: Errc::not_leader, naming the leader to redirect to; the store is not
+  // touched.
   Result<NodeTicket> put(std::string_view key, std::string_view value) {
     return write([&](Channel& c) {
       auto w = c.replicate(key, value);

@@ -31,7 +31,7 @@
   X(leaders_refused, counter, "connections",                                                       \
     "follower: leaders refused by identity and epoch (another leader holds the shards)")           \
   X(leader_sessions, gauge, "sessions",                                                            \
-    "follower: 1 while a leader's session is established, else 0")                                \
+    "follower: 1 while a leader's session is established, else 0")                                 \
   X(probes_answered, counter, "connections",                                                       \
     "follower: rdmarepl-doctor probes answered (no store, session or epoch touched)")              \
   X(auth_failures, counter, "events", "writes of the peer whose MAC failed (connection dropped)")  \
