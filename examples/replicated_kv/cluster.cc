@@ -15,11 +15,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string error_text(const std::string& line) {
-  auto pos = line.find("message=");
-  return pos == std::string::npos ? line : line.substr(pos + 8);
-}
-
 // The next line of `child`, which must start with `prefix`. A role that failed answers
 // "error message=..." instead; that (or a closed socket) becomes an Error naming the role.
 Result<std::string> expect(ChildProcess& child, std::string_view prefix,

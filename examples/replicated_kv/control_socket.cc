@@ -1,5 +1,7 @@
 #include "control_socket.h"
 
+#include <algorithm>
+
 #include <poll.h>
 #include <unistd.h>
 
@@ -84,6 +86,21 @@ Result<std::string> ControlSocket::read_line(std::chrono::milliseconds timeout) 
     buffer_.append(chunk, static_cast<size_t>(n));
     if (take_line(line)) return line;
   }
+}
+
+std::string one_line(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
+int fail(ControlSocket& ctl, const std::string& what) {
+  (void)ctl.send_line("error message=" + one_line(what));
+  return 1;
+}
+
+std::string error_text(const std::string& line) {
+  auto pos = line.find("message=");
+  return pos == std::string::npos ? line : line.substr(pos + 8);
 }
 
 std::string field(std::string_view line, std::string_view key) {

@@ -37,6 +37,13 @@ class ControlSocket {
   std::string buffer_;
 };
 
+// Control lines are one line: newlines (in error messages) become spaces.
+std::string one_line(std::string s);
+// A role's failure: sends "error message=<what>" and returns the role's exit status (1).
+int fail(ControlSocket& ctl, const std::string& what);
+// The message of an "error message=..." line (the whole line when it has none).
+std::string error_text(const std::string& line);
+
 // "key=value" fields of a control line: field(line, "port") -> "4242", or "" when absent.
 std::string field(std::string_view line, std::string_view key);
 

@@ -20,15 +20,6 @@ namespace {
 using namespace std::chrono_literals;
 using Node = failover::ReplicaNode<KvStore>;
 
-std::string one_line(std::string s) {
-  std::replace(s.begin(), s.end(), '\n', ' ');
-  return s;
-}
-int fail(ControlSocket& ctl, const std::string& what) {
-  (void)ctl.send_line("error message=" + one_line(what));
-  return 1;
-}
-
 // "n0=127.0.0.1:4000,n1=127.0.0.1:4001" -> members.
 Result<std::vector<failover::Member>> parse_members(const std::string& text) {
   std::vector<failover::Member> out;

@@ -44,11 +44,6 @@ uint64_t number(const std::string& line, std::string_view key, uint64_t fallback
   return n ? *n : fallback;
 }
 
-std::string error_text(const std::string& line) {
-  auto pos = line.find("message=");
-  return pos == std::string::npos ? line : line.substr(pos + 8);
-}
-
 // Debian's etcd on loopback ports with a temporary data directory, and the heartbeat that
 // lets it grant (and expire) 1 s leases on time.
 Result<ChildProcess> start_etcd(const fs::path& dir, std::string& url) {

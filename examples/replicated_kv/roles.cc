@@ -34,17 +34,6 @@ namespace {
 using Channel = replication::ReplicationChannel<KvStore>;
 using namespace std::chrono_literals;
 
-// Control lines are one line: newlines in error messages become spaces.
-std::string one_line(std::string s) {
-  std::replace(s.begin(), s.end(), '\n', ' ');
-  return s;
-}
-
-int fail(ControlSocket& ctl, const std::string& what) {
-  (void)ctl.send_line("error message=" + one_line(what));
-  return 1;
-}
-
 // Before shutdown every role stops logging: the first process to close its connections
 // would otherwise make the others log the (expected) disconnection as an error.
 void mute(ControlSocket& ctl) {
