@@ -117,13 +117,7 @@ TEST_CASE("Coordinator conformance: etcd", "[failover][etcd]") {
   o.endpoints = {etcd.url()};
   auto c = coordination::make_etcd_coordinator(o);
   REQUIRE(c.ok());
-  // etcd answers about a second after it starts.
-  bool up = false;
-  for (int i = 0; i < 100 && !up; ++i) {
-    up = (*c)->leader("/t/ready").ok();
-    if (!up) std::this_thread::sleep_for(100ms);
-  }
-  REQUIRE(up);
+  REQUIRE(test::EtcdServer::wait_ready(**c));
   SECTION("lease 0 is refused") {
     auto z = (*c)->grant_lease(0ms);
     REQUIRE_FALSE(z.ok());

@@ -12,6 +12,8 @@
 #include <string>
 #include <thread>
 
+#include "rdmarepl/coordination/coordinator.h"
+
 namespace rdmarepl::test {
 
 class EtcdServer {
@@ -53,6 +55,16 @@ class EtcdServer {
   EtcdServer& operator=(const EtcdServer&) = delete;
 
   [[nodiscard]] const std::string& url() const { return url_; }
+
+  // True once `c` (a coordinator on url()) gets answers; etcd answers about a second after
+  // it starts. Gives up after 10 s.
+  static bool wait_ready(coordination::Coordinator& c) {
+    for (int i = 0; i < 100; ++i) {
+      if (c.leader("/rdmarepl-test/ready").ok()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
 
  private:
   int port_;

@@ -208,12 +208,7 @@ TEST_CASE("ReplicaNode: a killed leader is replaced, nothing acknowledged is los
   eo.endpoints = {etcd.url()};
   auto probe = coordination::make_etcd_coordinator(eo);
   REQUIRE(probe.ok());
-  bool up = false;
-  for (int i = 0; i < 100 && !up; ++i) {
-    up = (*probe)->leader("/ready").ok();
-    if (!up) std::this_thread::sleep_for(100ms);
-  }
-  REQUIRE(up);
+  REQUIRE(test::EtcdServer::wait_ready(**probe));
   Group g(nullptr, etcd.url(), static_cast<uint16_t>(33000 + (::getpid() % 200) * 8));
   failover_scenario(g);
 }
