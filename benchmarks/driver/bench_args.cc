@@ -185,8 +185,8 @@ void add_failover_options(CLI::App& app, BenchArgs& a) {
   const std::string g = "Failover (--failovers; docs/benchmarks.md \"Failover\")";
   app.add_option("--failovers", a.failovers,
                  "a group of --members ReplicaNode processes electing their leader through "
-                 "etcd: kill -9 its leader N times under writes and time each failover (kill "
-                 "to the new leader's first acknowledged write); needs --ack quorum or all")
+                 "etcd: inject --fault N times under writes and time each round (fault to "
+                 "the first acknowledged write after it); needs --ack quorum or all")
       ->group(g);
   app.add_option("--members", a.members, "members of the failover group (default 3)")
       ->check(CLI::Range(3u, 7u))
@@ -200,6 +200,14 @@ void add_failover_options(CLI::App& app, BenchArgs& a) {
   app.add_option("--suspect-ms", a.suspect_ms,
                  "followers without their leader's session this long revoke its lease "
                  "(NodeOptions::suspect_after; default 200, 0: wait for the lease to expire)")
+      ->group(g);
+  add_enum(app, "--fault", a.fault,
+           "what each round does: kill-leader (SIGKILL, default) | stop-leader (SIGSTOP "
+           "past the lease, then SIGCONT) | kill-follower",
+           g);
+  app.add_option("--history", a.history,
+                 "write the client's history of register operations to FILE as Porcupine "
+                 "events (JSON)")
       ->group(g);
   app.add_option("--etcd", a.etcd,
                  "etcd client URL (default: start /usr/bin/etcd with a temporary data "

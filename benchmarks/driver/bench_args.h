@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fault.h"
 #include "live_cluster.h"
 #include "rdmarepl/core/result.h"
 #include "run_config.h"
@@ -34,6 +35,8 @@ struct BenchArgs {
   uint64_t failover_writes = 2000;
   uint64_t lease_ms = 1000;
   uint64_t suspect_ms = 200;
+  kvdemo::Fault fault = kvdemo::Fault::kill_leader;
+  std::string history;  // Porcupine events of the client's history
   std::string etcd;
   LiveArgs live;
 };

@@ -28,6 +28,8 @@ int run_failover_bench(const BenchArgs& args) {
   kvdemo::FailoverConfig c;
   c.members = args.members;
   c.failovers = args.failovers;
+  c.fault = args.fault;
+  c.history = args.history;
   c.writes_per_leader = args.failover_writes;
   c.value_size = args.config.workload.value_min;
   c.ack = args.config.ack;
@@ -39,11 +41,11 @@ int run_failover_bench(const BenchArgs& args) {
   const auto machine = machine_info();
   fmt::print(
       "rdmarepl-bench --failovers: {} members electing their leader through etcd{}, ack={}, "
-      "{} B values, lease {} ms, suspect after {} ms, {} leader kills, {} writes per "
-      "leadership, on {} cores ({})\n",
+      "{} B values, lease {} ms, suspect after {} ms, {} rounds of {}, {} writes per "
+      "round, on {} cores ({})\n",
       c.members, c.etcd.empty() ? " (started here)" : " at " + c.etcd, to_string(c.ack),
-      c.value_size, c.lease_ttl.count(), c.suspect_after.count(), c.failovers, c.writes_per_leader,
-      machine.cores, machine.cpu_model);
+      c.value_size, c.lease_ttl.count(), c.suspect_after.count(), c.failovers,
+      kvdemo::to_string(c.fault), c.writes_per_leader, machine.cores, machine.cpu_model);
   std::fflush(stdout);
   auto run = kvdemo::run_failovers(c);
   if (!run) {
@@ -55,13 +57,22 @@ int run_failover_bench(const BenchArgs& args) {
   std::sort(ms.begin(), ms.end());
   const double p50 = percentile(ms, 0.5), p99 = percentile(ms, 0.99);
   const double max = ms.empty() ? 0 : ms.back(), min = ms.empty() ? 0 : ms.front();
+  const auto& lin = r.linearizability;
   fmt::print("\n{:<24} {:>9} {:>9} {:>9} {:>9}\n", "failover (ms)", "p50", "p99", "max", "min");
   fmt::print("{:<24} {:>9.0f} {:>9.0f} {:>9.0f} {:>9.0f}\n",
-             fmt::format("kill -> ack, n={}", ms.size()), p50, p99, max, min);
+             fmt::format("fault -> ack, n={}", ms.size()), p50, p99, max, min);
   fmt::print("acknowledged writes      {}\n", r.acknowledged);
   fmt::print("acknowledged lost        {}\n", r.lost);
+  fmt::print("stale acknowledgements   {}\n", r.stale_acknowledged);
+  fmt::print("epochs with two ackers   {}\n", r.epoch_conflicts);
+  fmt::print("linearizable             {}\n",
+             lin.linearizable ? fmt::format("yes ({} operations on {} keys, {} confirmed reads)",
+                                            lin.operations, lin.keys, r.reads)
+                              : "NO: " + lin.explanation);
   fmt::print("verified                 {}\n",
-             r.verified ? "yes (nothing acknowledged lost, every member's store equal)" : "NO");
+             r.verified ? "yes (nothing acknowledged lost, every member's store equal, "
+                          "linearizable)"
+                        : "NO");
   if (!args.json.empty()) {
     nlohmann::ordered_json j;
     j["mode"] = "failover";
@@ -72,11 +83,19 @@ int run_failover_bench(const BenchArgs& args) {
     j["lease_ms"] = c.lease_ttl.count();
     j["suspect_ms"] = c.suspect_after.count();
     j["failovers"] = c.failovers;
+    j["fault"] = kvdemo::to_string(c.fault);
     j["writes_per_leader"] = c.writes_per_leader;
     j["failover_ms"] = {
         {"p50", p50}, {"p99", p99}, {"max", max}, {"min", min}, {"samples", r.failover_ms}};
     j["acknowledged_writes"] = r.acknowledged;
     j["acknowledged_lost"] = r.lost;
+    j["stale_acknowledged"] = r.stale_acknowledged;
+    j["epoch_conflicts"] = r.epoch_conflicts;
+    j["linearizable"] = {{"ok", lin.linearizable},
+                         {"keys", lin.keys},
+                         {"operations", lin.operations},
+                         {"reads", r.reads},
+                         {"explanation", lin.explanation}};
     j["converged"] = r.converged;
     j["verified"] = r.verified;
     j["seconds"] = r.seconds;

@@ -80,33 +80,64 @@ std::string role_line(const Node& node) {
                      node.epoch(), l.id.empty() ? "-" : l.id, node.last_seq());
 }
 
-// Writes first..first+count-1, then waits for each in order: the acknowledged ones are a
-// prefix (one shard commits in seq order).
+// Writes first..first+count-1 (and the register writes among them), then waits for each in
+// order: the acknowledged ones are a prefix (one shard commits in seq order). `count` in the
+// answer: the writes whose every record was acknowledged.
 std::string write_range(Node& node, uint64_t first, uint64_t count, uint32_t value_size) {
-  std::vector<failover::NodeTicket> tickets;
-  tickets.reserve(count);
-  std::string why;
-  for (uint64_t i = first; i < first + count; ++i) {
-    auto t = node.put(failover_key(i), failover_value(i, value_size));
+  struct Pending {
+    failover::NodeTicket ticket;
+    uint64_t index;
+  };
+  std::vector<Pending> pending;
+  pending.reserve(count + count / 2);
+  std::string why, reg;
+  uint64_t issued = first;  // writes before it were issued whole
+  for (; issued < first + count; ++issued) {
+    auto t = node.put(failover_key(issued), failover_value(issued, value_size));
+    if (t && failover_register(issued, reg)) {
+      pending.push_back({*t, issued});
+      t = node.put(reg, std::to_string(issued));
+    }
     if (!t) {
       why = t.error().message();
       break;
     }
-    tickets.push_back(*t);
+    pending.push_back({*t, issued});
   }
   node.flush();
-  uint64_t acked = 0, epoch = 0;
-  for (const auto& t : tickets) {
-    if (auto st = node.wait(t, 3s); !st) {
+  uint64_t acked_end = issued, epoch = 0;
+  for (const auto& p : pending) {
+    if (auto st = node.wait(p.ticket, 3s); !st) {
       why = st.error().message();
+      acked_end = p.index;
       break;
     }
-    epoch = t.epoch;
-    ++acked;
+    epoch = p.ticket.epoch;
   }
+  const uint64_t acked = acked_end - first;
   std::string line = fmt::format("acked first={} count={} epoch={}", first, acked, epoch);
   if (acked < count) line += " message=" + one_line(why);
   return line;
+}
+
+// The register keys as this leader's store holds them, confirmed by a write replicated
+// after the read: once that write is committed in the same epoch, no other leadership can
+// have written in between (it needs a majority that fenced this one first), so the values
+// were current at some instant between the request and the answer.
+std::string read_registers(Node& node, const KvStore& store) {
+  const uint64_t epoch = node.epoch();
+  if (node.role() != failover::NodeRole::leader) return "read ok=0 message=not_the_leader";
+  std::string values, got;
+  for (uint32_t r = 0; r < kFailoverRegisters; ++r) {
+    if (r != 0) values += ',';
+    values += store.get(failover_register_key(r), got) ? got : "-";
+  }
+  auto t = node.put("barrier", std::to_string(epoch));
+  if (!t || t->epoch != epoch) return "read ok=0 message=not_the_leader";
+  node.flush();
+  if (auto st = node.wait(*t, 3s); !st)
+    return "read ok=0 message=" + one_line(st.error().message());
+  return fmt::format("read ok=1 epoch={} values={}", epoch, values);
 }
 
 uint64_t count_missing(const KvStore& store, uint64_t count, uint32_t value_size) {
@@ -146,6 +177,8 @@ int run_member(const Flags& flags, ControlSocket& ctl) {
       if (!count) return fail(ctl, "member: bad check line '" + *line + "'");
       (void)ctl.send_line(
           fmt::format("check missing={}", count_missing(store, *count, value_size)));
+    } else if (*line == "read") {
+      (void)ctl.send_line(read_registers(node, store));
     } else if (*line == "digest") {
       (void)ctl.send_line(
           fmt::format("digest value={} last={}", store.digest().to_string(), node.last_seq()));

@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "child_process.h"
@@ -85,7 +87,11 @@ struct RoleInfo {
 class Group {
  public:
   Group(const FailoverConfig& c, fs::path root, std::string etcd)
-      : c_(c), root_(std::move(root)), etcd_(std::move(etcd)), procs_(c.members) {}
+      : c_(c),
+        root_(std::move(root)),
+        etcd_(std::move(etcd)),
+        procs_(c.members),
+        paused_(c.members, false) {}
 
   Status init() {
     for (uint32_t i = 0; i < c_.members; ++i) {
@@ -109,15 +115,28 @@ class Group {
     auto ready = ask(i, {}, "ready", 60s);
     return ready ? ok_status() : Status(std::move(ready).error());
   }
-  void kill(size_t i) { procs_[i].kill_and_reap(); }
+  void kill(size_t i) {
+    procs_[i].kill_and_reap();
+    paused_[i] = false;
+  }
+  // SIGSTOP / SIGCONT: a stalled process keeps its sockets; nobody asks it anything meanwhile.
+  void pause(size_t i) {
+    ::kill(procs_[i].pid(), SIGSTOP);
+    paused_[i] = true;
+  }
+  void resume(size_t i) {
+    ::kill(procs_[i].pid(), SIGCONT);
+    paused_[i] = false;
+  }
   [[nodiscard]] size_t size() const { return procs_.size(); }
   [[nodiscard]] bool running(size_t i) const { return procs_[i].running(); }
+  [[nodiscard]] bool answers(size_t i) const { return running(i) && !paused_[i]; }
 
   // Sends `line` (none when empty) and reads the answer, which must start with `prefix`.
   Result<std::string> ask(size_t i, const std::string& line, std::string_view prefix,
                           std::chrono::milliseconds timeout) {
     ChildProcess& p = procs_[i];
-    if (!line.empty()) RDMAREPL_TRY(p.control().send_line(line));
+    if (!line.empty()) RDMAREPL_TRY(send(i, line));
     auto got = p.control().read_line(timeout);
     if (!got) return Error(got.error().code(), p.name() + ": " + got.error().message());
     if (got->rfind("error ", 0) == 0)
@@ -127,19 +146,20 @@ class Group {
                    fmt::format("{} sent '{}', expected '{}...'", p.name(), *got, prefix));
     return got;
   }
+  Status send(size_t i, const std::string& line) { return procs_[i].control().send_line(line); }
   Result<RoleInfo> role(size_t i) {
     auto r = ask(i, "role", "role ", 10s);
     if (!r) return std::move(r).error();
     return RoleInfo{field(*r, "name"), number(*r, "epoch", 0)};
   }
-  // The running member that leads (the highest epoch if two still say so), polled every
-  // 5 ms until `deadline`.
-  Result<size_t> leader(const Deadline& deadline) {
+  // The answering member that leads in an epoch above `above` (the highest if two still
+  // say so), polled every 5 ms until `deadline`.
+  Result<size_t> leader(const Deadline& deadline, uint64_t above = 0) {
     for (;;) {
       int best = -1;
-      uint64_t best_epoch = 0;
+      uint64_t best_epoch = above;
       for (size_t i = 0; i < procs_.size(); ++i) {
-        if (!running(i)) continue;
+        if (!answers(i)) continue;
         auto r = role(i);
         if (!r) return std::move(r).error();
         if (r->name == "leader" && r->epoch > best_epoch) {
@@ -176,26 +196,28 @@ class Group {
   std::string etcd_;
   std::string members_;
   std::vector<ChildProcess> procs_;
+  std::vector<bool> paused_;
 };
 
+// The group's client: writes the next writes to whoever leads, records every operation on
+// the register keys (failover_register) and the reads of them, and injects the faults.
 class Client {
  public:
   Client(Group& g, const FailoverConfig& c) : g_(g), c_(c) {}
 
   // Asks member `l` to write the next `count` writes; returns how many it acknowledged.
   Result<uint64_t> write(size_t l, uint64_t count) {
-    auto r = g_.ask(l, fmt::format("write first={} count={}", next_, count), "acked ", 60s);
-    if (!r) return std::move(r).error();
-    const uint64_t k = number(*r, "count", 0);
-    next_ += k;
-    return k;
+    RDMAREPL_TRY(g_.send(l, fmt::format("write first={} count={}", next_, count)));
+    return written(l, count, mono_ns());
   }
-  // Writes until `count` more were acknowledged, following the leader when it changes.
+  // Writes until `count` more were acknowledged, following the leader when it changes, and
+  // reads the registers back every 4th request.
   Status stretch(uint64_t count, const Deadline& deadline) {
     const uint64_t target = next_ + count;
     auto l = g_.leader(deadline);
     if (!l) return std::move(l).error();
-    while (next_ < target) {
+    for (uint64_t n = 0; next_ < target; ++n) {
+      if (n % 4 == 3) RDMAREPL_TRY(read(*l));
       auto k = write(*l, std::min<uint64_t>(c_.chunk, target - next_));
       if (!k) return std::move(k).error();
       if (*k == 0) {
@@ -205,16 +227,85 @@ class Client {
       }
     }
     leader_ = *l;
+    return read(leader_);
+  }
+  // Reads every register from member `l`; a read it could not confirm is not recorded.
+  Status read(size_t l) {
+    const uint64_t t0 = mono_ns();
+    auto r = g_.ask(l, "read", "read ", 30s);
+    if (!r) return std::move(r).error();
+    const uint64_t t1 = mono_ns();
+    if (field(*r, "ok") != "1") return ok_status();
+    const std::string values = field(*r, "values");
+    size_t pos = 0;
+    for (uint32_t k = 0; k < kFailoverRegisters; ++k) {
+      const size_t end = std::min(values.find(',', pos), values.size());
+      HistoryOp op;
+      op.key = failover_register_key(k);
+      op.value = values.substr(pos, end - pos);
+      op.found = op.value != "-";
+      if (!op.found) op.value.clear();
+      op.call_ns = t0;
+      op.return_ns = t1;
+      op.node = fmt::format("n{}", l);
+      op.epoch = number(*r, "epoch", 0);
+      history_.push_back(std::move(op));
+      pos = end + 1;
+    }
+    ++reads_;
     return ok_status();
   }
-  // Kill -9 of the leader -> the first write a new leader acknowledges, in ms. Under
-  // ack=all no write is acknowledged while a member is down, so there the killed member is
-  // restarted at once (its restart is part of the failover time).
-  Result<double> fail_over(const Deadline& deadline) {
-    const size_t old = leader_;
-    g_.kill(old);
-    const uint64_t t0 = mono_ns();
-    if (c_.ack == replication::AckMode::all) RDMAREPL_TRY(g_.start(old));
+
+  // One fault round; returns the time from the fault to the first write acknowledged after
+  // it, in ms, and which member it hit.
+  Result<std::pair<double, size_t>> fault(const Deadline& deadline) {
+    switch (c_.fault) {
+      case Fault::kill_leader:
+        return kill(leader_, deadline);
+      case Fault::kill_follower:  // each follower in turn
+        return kill((leader_ + 1 + rounds_++ % (g_.size() - 1)) % g_.size(), deadline);
+      case Fault::stop_leader:
+        return stop_leader(deadline);
+    }
+    return Error(Errc::invalid_argument, "unknown fault");
+  }
+
+  [[nodiscard]] uint64_t acknowledged() const { return next_; }
+  [[nodiscard]] size_t leader() const { return leader_; }
+  [[nodiscard]] uint64_t stale_acknowledged() const { return stale_; }
+  [[nodiscard]] uint64_t epoch_conflicts() const { return conflicts_; }
+  [[nodiscard]] uint64_t reads() const { return reads_; }
+  [[nodiscard]] const std::vector<HistoryOp>& history() const { return history_; }
+
+ private:
+  // Reads member `l`'s answer to a write request of `count` sent at `t0` and records it.
+  Result<uint64_t> written(size_t l, uint64_t count, uint64_t t0) {
+    auto r = g_.ask(l, {}, "acked ", 60s);
+    if (!r) return std::move(r).error();
+    const uint64_t t1 = mono_ns();
+    const uint64_t k = number(*r, "count", 0), epoch = number(*r, "epoch", 0);
+    std::string reg;
+    for (uint64_t i = next_; i < next_ + count; ++i) {
+      if (!failover_register(i, reg)) continue;
+      HistoryOp op;
+      op.write = true;
+      op.key = reg;
+      op.value = std::to_string(i);
+      op.call_ns = t0;
+      op.return_ns = i < next_ + k ? t1 : kNoReturn;
+      op.node = fmt::format("n{}", l);
+      op.epoch = i < next_ + k ? epoch : 0;
+      history_.push_back(std::move(op));
+    }
+    if (k != 0) {
+      auto [it, added] = acker_.try_emplace(epoch, l);
+      if (!added && it->second != l) ++conflicts_;
+    }
+    next_ += k;
+    return k;
+  }
+  // Writes one write at a time to whoever leads until one is acknowledged; ms since `t0`.
+  Result<double> first_ack(uint64_t t0, const Deadline& deadline) {
     for (;;) {
       auto l = g_.leader(deadline);
       if (!l) return std::move(l).error();
@@ -224,18 +315,62 @@ class Client {
         leader_ = *l;
         return static_cast<double>(mono_ns() - t0) / 1e6;
       }
-      if (deadline.expired()) return Error(Errc::timeout, "no new leader acknowledged a write");
+      if (deadline.expired()) return Error(Errc::timeout, "no leader acknowledged a write");
       std::this_thread::sleep_for(2ms);
     }
   }
-  [[nodiscard]] uint64_t acknowledged() const { return next_; }
-  [[nodiscard]] size_t leader() const { return leader_; }
+  // Kill -9 of member `victim`. Under ack=all no write is acknowledged while a member is
+  // down, so there it is restarted at once (its restart is part of the time).
+  Result<std::pair<double, size_t>> kill(size_t victim, const Deadline& deadline) {
+    g_.kill(victim);
+    const uint64_t t0 = mono_ns();
+    if (c_.ack == replication::AckMode::all) RDMAREPL_TRY(g_.start(victim));
+    auto ms = first_ack(t0, deadline);
+    if (!ms) return std::move(ms).error();
+    return std::pair{*ms, victim};
+  }
+  // SIGSTOP of the leader until another member leads (and acknowledges, under quorum) and
+  // for at least 2 lease TTLs; a write is queued to it meanwhile. Once it runs again it
+  // must acknowledge none (its lease ran out) and rejoin as a follower.
+  Result<std::pair<double, size_t>> stop_leader(const Deadline& deadline) {
+    const size_t old = leader_;
+    auto was = g_.role(old);
+    if (!was) return std::move(was).error();
+    g_.pause(old);
+    const uint64_t t0 = mono_ns();
+    double ms = -1;
+    if (c_.ack == replication::AckMode::all) {
+      auto l = g_.leader(deadline, was->epoch);  // elected; acknowledges once `old` is back
+      if (!l) return std::move(l).error();
+    } else {
+      auto m = first_ack(t0, deadline);
+      if (!m) return std::move(m).error();
+      ms = *m;
+    }
+    const auto pause = std::chrono::nanoseconds(2 * c_.lease_ttl).count();
+    const auto elapsed = static_cast<int64_t>(mono_ns() - t0);
+    if (elapsed < pause) std::this_thread::sleep_for(std::chrono::nanoseconds(pause - elapsed));
+    const uint64_t queued = mono_ns();
+    RDMAREPL_TRY(g_.send(old, fmt::format("write first={} count=1", next_)));
+    g_.resume(old);
+    auto k = written(old, 1, queued);
+    if (!k) return std::move(k).error();
+    stale_ += *k;
+    if (ms < 0) {
+      auto m = first_ack(t0, deadline);
+      if (!m) return std::move(m).error();
+      ms = *m;
+    }
+    return std::pair{ms, old};
+  }
 
- private:
   Group& g_;
   const FailoverConfig& c_;
   uint64_t next_ = 0;  // writes 0..next_-1 were acknowledged (a prefix)
   size_t leader_ = 0;
+  uint64_t stale_ = 0, conflicts_ = 0, reads_ = 0, rounds_ = 0;
+  std::map<uint64_t, size_t> acker_;  // epoch -> the member that acknowledged in it
+  std::vector<HistoryOp> history_;
 };
 
 // Waits until every member's digest and position agree.
@@ -265,22 +400,24 @@ Status run(Group& g, const FailoverConfig& c, FailoverResult& result) {
   Client client(g, c);
   RDMAREPL_TRY(client.stretch(c.writes_per_leader, deadline));
   for (uint32_t f = 0; f < c.failovers; ++f) {
-    const size_t old = client.leader();
-    auto ms = client.fail_over(deadline);
-    if (!ms) return std::move(ms).error();
-    result.failover_ms.push_back(*ms);
+    auto hit = client.fault(deadline);
+    if (!hit) return std::move(hit).error();
+    const auto [ms, victim] = *hit;
+    result.failover_ms.push_back(ms);
     if (c.progress)
       fmt::print(
-          "  failover {}/{}: n{} killed (SIGKILL), n{} leads; first write acknowledged "
-          "after {:.0f} ms\n",
-          f + 1, c.failovers, old, client.leader(), *ms);
+          "  round {}/{}: n{} hit ({}), n{} leads; first write acknowledged after {:.0f} ms\n",
+          f + 1, c.failovers, victim, to_string(c.fault), client.leader(), ms);
     std::fflush(stdout);
     // With its old log: it must rejoin as a follower.
-    if (!g.running(old)) RDMAREPL_TRY(g.start(old));
-    RDMAREPL_TRY(g.wait_role(old, "follower", Deadline::after(60s)));
+    if (!g.running(victim)) RDMAREPL_TRY(g.start(victim));
+    RDMAREPL_TRY(g.wait_role(victim, "follower", Deadline::after(60s)));
     RDMAREPL_TRY(client.stretch(c.writes_per_leader, deadline));
   }
   result.acknowledged = client.acknowledged();
+  result.stale_acknowledged = client.stale_acknowledged();
+  result.epoch_conflicts = client.epoch_conflicts();
+  result.reads = client.reads();
   auto digests = converge(g, Deadline::after(60s), result.converged);
   if (!digests) return std::move(digests).error();
   result.digests = std::move(*digests);
@@ -288,7 +425,10 @@ Status run(Group& g, const FailoverConfig& c, FailoverResult& result) {
       g.ask(client.leader(), fmt::format("check count={}", result.acknowledged), "check ", 120s);
   if (!check) return std::move(check).error();
   result.lost = number(*check, "missing", UINT64_MAX);
-  result.verified = result.converged && result.lost == 0;
+  result.linearizability = check_linearizable(client.history());
+  if (!c.history.empty()) RDMAREPL_TRY(write_porcupine_json(client.history(), c.history));
+  result.verified = result.converged && result.lost == 0 && result.stale_acknowledged == 0 &&
+                    result.epoch_conflicts == 0 && result.linearizability.linearizable;
   return ok_status();
 }
 
@@ -296,6 +436,16 @@ Status run(Group& g, const FailoverConfig& c, FailoverResult& result) {
 
 std::string failover_key(uint64_t index) {
   return fmt::format("f{:015}", index);
+}
+
+bool failover_register(uint64_t index, std::string& key) {
+  if (index % 4 != 0) return false;
+  key = failover_register_key(static_cast<uint32_t>(index / 4 % kFailoverRegisters));
+  return true;
+}
+
+std::string failover_register_key(uint32_t r) {
+  return fmt::format("r{}", r);
 }
 
 std::string failover_value(uint64_t index, uint32_t size) {

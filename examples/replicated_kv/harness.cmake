@@ -5,7 +5,7 @@ if(NOT TARGET rdmarepl_kvharness)
   set(_kv ${PROJECT_SOURCE_DIR}/examples/replicated_kv)
   add_library(rdmarepl_kvharness STATIC
     ${_kv}/child_process.cc ${_kv}/cluster.cc ${_kv}/control_socket.cc ${_kv}/flags.cc
-    ${_kv}/kv_store.cc ${_kv}/latency.cc ${_kv}/metrics_server.cc ${_kv}/metrics_text.cc ${_kv}/progress.cc ${_kv}/read_check.cc ${_kv}/roles.cc
+    ${_kv}/kv_store.cc ${_kv}/latency.cc ${_kv}/linearizability.cc ${_kv}/metrics_server.cc ${_kv}/metrics_text.cc ${_kv}/progress.cc ${_kv}/read_check.cc ${_kv}/roles.cc
     ${_kv}/run_config.cc ${_kv}/workload.cc)
   target_include_directories(rdmarepl_kvharness PUBLIC ${_kv})
   find_package(nlohmann_json 3 CONFIG REQUIRED)

@@ -60,12 +60,22 @@ bool failover_part(const DemoCommand& cmd) {
                                ms.back(), ms.size()));
   fmt::print("  acknowledged     {} writes\n", r.acknowledged);
   fmt::print("  acknowledged lost: {}\n", r.lost);
+  const auto& lin = r.linearizability;
+  fmt::print("  linearizable     {}\n",
+             lin.linearizable
+                 ? fmt::format("yes: {} operations on {} register keys, {} reads confirmed by "
+                               "the leader",
+                               lin.operations, lin.keys, r.reads)
+                 : "NO: " + lin.explanation);
   for (const auto& [node, d] : r.digests)
     fmt::print("  {:<12} {}  {}\n", node, d.to_string(),
                d == r.digests.front().second ? "match" : "MISMATCH");
   fmt::print(
       "  verified         {}\n",
       r.verified ? "yes: every member holds every acknowledged write, all stores equal" : "NO");
+  if (r.stale_acknowledged != 0 || r.epoch_conflicts != 0)
+    fmt::print("  stale acknowledgements {}, epochs acknowledged by two members {}\n",
+               r.stale_acknowledged, r.epoch_conflicts);
   return r.verified;
 #else
   fmt::print(

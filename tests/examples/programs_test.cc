@@ -92,6 +92,7 @@ TEST_CASE("demo: a follower is killed and restarted, every digest matches", "[de
   // The failover part: two leader kills, each followed by a new leader's acknowledgement.
   CHECK(r.text.find("over 2 (SIGKILL of the leader") != std::string::npos);
   CHECK(r.text.find("\n  acknowledged lost: 0\n") != std::string::npos);
+  CHECK(r.text.find("\n  linearizable     yes: ") != std::string::npos);
   CHECK(r.text.find("verified         yes: every member holds every acknowledged write") !=
         std::string::npos);
 }

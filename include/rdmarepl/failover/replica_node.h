@@ -4,6 +4,7 @@
 // only that one. docs/failover.md has the guarantees, the hooks and the runbook.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include <system_error>
 #include <vector>
 
+#include "rdmarepl/core/clock.h"
 #include "rdmarepl/failover/detail/node_control.h"
 #include "rdmarepl/failover/node_options.h"
 #include "rdmarepl/replication/channel.h"
@@ -90,6 +92,7 @@ class ReplicaNode final : private detail::NodeHost {
                 "leader's is rebuilt from its log; see docs/failover.md, \"What the store "
                 "implements\"");
   using Channel = replication::ReplicationChannel<detail::TrackedStore<S>>;
+  static constexpr std::chrono::milliseconds kWaitSlice{20};
 
  public:
   using RoleFn = detail::NodeControl::RoleFn;
@@ -154,17 +157,24 @@ class ReplicaNode final : private detail::NodeHost {
   }
   // Waits until the write is committed under the ack mode. Fails when the leadership that
   // accepted it ended, or its lease can no longer be trusted: a write is acknowledged only
-  // while its leader certainly leads.
+  // while its leader certainly leads. Waits in slices of at most 20 ms, so that a leader
+  // whose lease ran out while it waited (a stalled process) answers at once, and a
+  // step-down is never held up by a waiter.
   Status wait(const NodeTicket& t, std::chrono::milliseconds timeout) {
-    Status st = ok_status();
-    {
-      std::shared_lock g(mu_);
-      if (!channel_ || !leading_ || epoch_ != t.epoch) return lost(t);
-      st = channel_->wait(t.ticket, timeout);
+    const Deadline deadline = Deadline::after(timeout);
+    for (;;) {
+      if (!control_->may_acknowledge(t.epoch)) return lost(t);
+      Status st = ok_status();
+      {
+        std::shared_lock g(mu_);
+        if (!channel_ || !leading_ || epoch_ != t.epoch) return lost(t);
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline.remaining());
+        st = channel_->wait(t.ticket, std::clamp(left, std::chrono::milliseconds(0), kWaitSlice));
+      }
+      if (st) return control_->may_acknowledge(t.epoch) ? ok_status() : Status(lost(t));
+      if (!st.error().is(Errc::timeout) || deadline.expired()) return st;
     }
-    if (!st) return st;
-    if (!control_->may_acknowledge(t.epoch)) return lost(t);
-    return ok_status();
   }
 
   [[nodiscard]] NodeRole role() const noexcept { return control_->role(); }
