@@ -201,6 +201,14 @@ void add_failover_options(CLI::App& app, BenchArgs& a) {
                  "followers without their leader's session this long revoke its lease "
                  "(NodeOptions::suspect_after; default 200, 0: wait for the lease to expire)")
       ->group(g);
+  app.add_option("--group-writes", a.group_writes,
+                 "instead of failovers: N timed writes by a group of --members (through "
+                 "etcd) and by the same processes as a plain channel, in interleaved rounds; "
+                 "needs --ack quorum or all")
+      ->group(g);
+  app.add_option("--group-rounds", a.group_rounds, "rounds of --group-writes (default 3)")
+      ->check(CLI::Range(1u, 20u))
+      ->group(g);
   add_enum(app, "--fault", a.fault,
            "what each round does: kill-leader (SIGKILL, default) | stop-leader (SIGSTOP "
            "past the lease, then SIGCONT) | kill-follower",
@@ -393,14 +401,19 @@ Status finish_bench_args(const CLI::App& app, BenchArgs& a) {
   }
   auto& w = a.config.workload;
   RDMAREPL_TRY(parse_value_size("--value-size", a.value_size, w.value_min, w.value_max));
-  if (a.failovers != 0) {
+  if (a.failovers != 0 || a.group_writes != 0) {
+    if (a.failovers != 0 && a.group_writes != 0)
+      return Error(Errc::invalid_argument, "--failovers and --group-writes are two runs: pick one");
     if (a.config.ack != replication::AckMode::quorum && a.config.ack != replication::AckMode::all)
-      return Error(Errc::invalid_argument,
-                   fmt::format("--failovers with --ack {}: a failover group loses what its "
-                               "leader acknowledged alone; use --ack quorum or all",
-                               to_string(a.config.ack)));
+      return Error(
+          Errc::invalid_argument,
+          fmt::format(
+              "--failovers or --group-writes with --ack {}: a failover group loses what its "
+              "leader acknowledged alone; use --ack quorum or all",
+              to_string(a.config.ack)));
     if (w.value_min != w.value_max)
-      return Error(Errc::invalid_argument, "--failovers takes one --value-size, not a range");
+      return Error(Errc::invalid_argument,
+                   "--failovers and --group-writes take one --value-size, not a range");
     a.config.timeout = std::chrono::seconds(a.timeout_s);
     return ok_status();
   }

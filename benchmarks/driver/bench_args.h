@@ -37,6 +37,9 @@ struct BenchArgs {
   uint64_t suspect_ms = 200;
   kvdemo::Fault fault = kvdemo::Fault::kill_leader;
   std::string history;  // Porcupine events of the client's history
+  // --group-writes N: a group's write throughput against a plain channel (failover_bench.h).
+  uint64_t group_writes = 0;
+  uint32_t group_rounds = 3;
   std::string etcd;
   LiveArgs live;
 };

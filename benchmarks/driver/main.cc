@@ -262,12 +262,13 @@ int main(int argc, char** argv) {
   if (args.phased) return run_phased(args.live);
   if (args.burst) return run_burst(args.live);
   if (args.shift) return run_shift(args.live);
-  if (args.failovers != 0) {
+  if (args.failovers != 0 || args.group_writes != 0) {
 #if RDMAREPL_KV_FAILOVER
-    return run_failover_bench(args);
+    return args.failovers != 0 ? run_failover_bench(args) : run_group_bench(args);
 #else
     fmt::print(stderr,
-               "rdmarepl-bench: --failovers needs rdmarepl::failover, which this build lacks "
+               "rdmarepl-bench: --failovers and --group-writes need rdmarepl::failover, which this "
+               "build lacks "
                "(it needs libcurl and nlohmann-json; scripts/setup installs them)\n");
     return 3;
 #endif

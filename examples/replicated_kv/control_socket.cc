@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -40,7 +41,8 @@ Status ControlSocket::send_line(std::string_view line) {
   data.push_back('\n');
   size_t done = 0;
   while (done < data.size()) {
-    ssize_t n = ::write(fd_, data.data() + done, data.size() - done);
+    // MSG_NOSIGNAL: a peer that died is an error here, not a SIGPIPE that ends this process.
+    ssize_t n = ::send(fd_, data.data() + done, data.size() - done, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
       return errno_error(errno, "control socket write of '" + std::string(line) + "'");

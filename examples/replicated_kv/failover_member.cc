@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "burst.h"
+#include "child_process.h"
 #include "failover_run.h"
 #include "kv_store.h"
 #include "rdmarepl/core/enum_text.h"
@@ -37,41 +39,6 @@ Result<std::vector<failover::Member>> parse_members(const std::string& text) {
     pos = end + 1;
   }
   return out;
-}
-
-Result<failover::NodeOptions> member_options(const Flags& f) {
-  failover::NodeOptions o;
-  o.group = "kv";
-  o.id = f.get("id");
-  auto members = parse_members(f.get("members"));
-  if (!members) return std::move(members).error();
-  o.members = std::move(*members);
-  o.dir = f.get("dir");
-  o.etcd.endpoints = {f.get("etcd")};
-  auto lease = f.get_u64("lease-ms", 1000);
-  if (!lease) return std::move(lease).error();
-  o.lease_ttl = std::chrono::milliseconds(*lease);
-  auto suspect = f.get_u64("suspect-ms", 200);
-  if (!suspect) return std::move(suspect).error();
-  o.suspect_after = std::chrono::milliseconds(*suspect);
-  auto ack = parse_enum<replication::AckMode>(f.get("ack", "quorum"), "--ack");
-  if (!ack) return std::move(ack).error();
-  auto value_size = f.get_u64("value-size", 1024);
-  if (!value_size) return std::move(value_size).error();
-  auto& c = o.channel;
-  c.transport = replication::TransportKind::tcp;
-  c.shards = 1;
-  c.ack_mode = *ack;
-  // Three members share two cores on a small machine: no poller spins.
-  c.polling = replication::PollingMode::blocking;
-  c.max_value_bytes = std::max<uint64_t>(*value_size, 1024);
-  c.ring_bytes = 4 << 20;
-  c.retain_bytes = 16 << 20;
-  c.zero_copy_pool_bytes = 0;
-  c.reconnect_interval = 10ms;
-  c.reconnect_max_interval = 100ms;
-  if (auto st = failover::validate(o); !st) return std::move(st).error();
-  return o;
 }
 
 std::string role_line(const Node& node) {
@@ -150,6 +117,41 @@ uint64_t count_missing(const KvStore& store, uint64_t count, uint32_t value_size
 
 }  // namespace
 
+Result<failover::NodeOptions> member_options(const Flags& f) {
+  failover::NodeOptions o;
+  o.group = "kv";
+  o.id = f.get("id");
+  auto members = parse_members(f.get("members"));
+  if (!members) return std::move(members).error();
+  o.members = std::move(*members);
+  o.dir = f.get("dir");
+  o.etcd.endpoints = {f.get("etcd")};
+  auto lease = f.get_u64("lease-ms", 1000);
+  if (!lease) return std::move(lease).error();
+  o.lease_ttl = std::chrono::milliseconds(*lease);
+  auto suspect = f.get_u64("suspect-ms", 200);
+  if (!suspect) return std::move(suspect).error();
+  o.suspect_after = std::chrono::milliseconds(*suspect);
+  auto ack = parse_enum<replication::AckMode>(f.get("ack", "quorum"), "--ack");
+  if (!ack) return std::move(ack).error();
+  auto value_size = f.get_u64("value-size", 1024);
+  if (!value_size) return std::move(value_size).error();
+  auto& c = o.channel;
+  c.transport = replication::TransportKind::tcp;
+  c.shards = 1;
+  c.ack_mode = *ack;
+  // Three members share two cores on a small machine: no poller spins.
+  c.polling = replication::PollingMode::blocking;
+  c.max_value_bytes = std::max<uint64_t>(*value_size, 1024);
+  c.ring_bytes = 4 << 20;
+  c.retain_bytes = 16 << 20;
+  c.zero_copy_pool_bytes = 0;
+  c.reconnect_interval = 10ms;
+  c.reconnect_max_interval = 100ms;
+  if (auto st = failover::validate(o); !st) return std::move(st).error();
+  return o;
+}
+
 int run_member(const Flags& flags, ControlSocket& ctl) {
   // While a group elects, members refuse connections from a leader they were not yet told
   // of, and the leader retries: expected, and loud at warn. RDMAREPL_LOG_LEVEL overrides.
@@ -177,6 +179,19 @@ int run_member(const Flags& flags, ControlSocket& ctl) {
       if (!count) return fail(ctl, "member: bad check line '" + *line + "'");
       (void)ctl.send_line(
           fmt::format("check missing={}", count_missing(store, *count, value_size)));
+    } else if (line->rfind("burst ", 0) == 0) {
+      auto first = parse_count(field(*line, "first"), "first");
+      auto count = parse_count(field(*line, "count"), "count");
+      if (!first || !count) return fail(ctl, "member: bad burst line '" + *line + "'");
+      (void)ctl.send_line(timed_burst(
+          *first, *count,
+          [&](uint64_t i) { return node.put(failover_key(i), failover_value(i, value_size)); },
+          [&](const failover::NodeTicket& t) {
+            node.flush();
+            return node.wait(t, 60s);
+          }));
+    } else if (*line == "cpu") {
+      (void)ctl.send_line(fmt::format("cpu seconds={:.6f}", self_cpu_seconds()));
     } else if (*line == "read") {
       (void)ctl.send_line(read_registers(node, store));
     } else if (*line == "digest") {

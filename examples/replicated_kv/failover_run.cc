@@ -1,9 +1,6 @@
 #include "failover_run.h"
 
 #include <fmt/format.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,9 +8,8 @@
 #include <map>
 #include <thread>
 
-#include "child_process.h"
+#include "failover_group.h"
 #include "flags.h"
-#include "rdmarepl/coordination/etcd_coordinator.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/enum_text.h"
 
@@ -23,181 +19,6 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
-
-// A loopback port nobody listens on right now (the kernel's pick for an ephemeral bind).
-Result<uint16_t> free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return errno_error(errno, "socket for a free port");
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
-  const int err = errno;
-  ::close(fd);
-  if (!ok) return errno_error(err, "binding a loopback port");
-  return ntohs(a.sin_port);
-}
-
-// Field `key` of a control line as a number, `fallback` when absent or not a number.
-uint64_t number(const std::string& line, std::string_view key, uint64_t fallback) {
-  auto n = parse_count(field(line, key), key);
-  return n ? *n : fallback;
-}
-
-// Debian's etcd on loopback ports with a temporary data directory, and the heartbeat that
-// lets it grant (and expire) 1 s leases on time.
-Result<ChildProcess> start_etcd(const fs::path& dir, std::string& url) {
-  auto client = free_port();
-  if (!client) return std::move(client).error();
-  auto peer = free_port();
-  if (!peer) return std::move(peer).error();
-  url = fmt::format("http://127.0.0.1:{}", *client);
-  const std::string peer_url = fmt::format("http://127.0.0.1:{}", *peer);
-  if (::access("/usr/bin/etcd", X_OK) != 0)
-    return Error(Errc::not_found,
-                 "/usr/bin/etcd is not installed: install Debian's etcd-server (scripts/setup "
-                 "does) or pass the URL of a running etcd");
-  auto etcd = ChildProcess::spawn(
-      "etcd",
-      {"--data-dir", (dir / "etcd").string(), "--listen-client-urls", url,
-       "--advertise-client-urls", url, "--listen-peer-urls", peer_url,
-       "--initial-advertise-peer-urls", peer_url, "--initial-cluster", "default=" + peer_url,
-       "--heartbeat-interval", "50", "--election-timeout", "250"},
-      "/usr/bin/etcd", (dir / "etcd.log").string());
-  if (!etcd) return etcd;
-  coordination::EtcdOptions eo;
-  eo.endpoints = {url};
-  auto probe = coordination::make_etcd_coordinator(eo);
-  if (!probe) return std::move(probe).error();
-  for (int i = 0; i < 200; ++i) {
-    if ((*probe)->leader("/rdmarepl/ready").ok()) return etcd;
-    std::this_thread::sleep_for(50ms);
-  }
-  return Error(Errc::timeout,
-               "etcd did not answer within 10 s; see " + (dir / "etcd.log").string());
-}
-
-struct RoleInfo {
-  std::string name;
-  uint64_t epoch = 0;
-};
-
-class Group {
- public:
-  Group(const FailoverConfig& c, fs::path root, std::string etcd)
-      : c_(c),
-        root_(std::move(root)),
-        etcd_(std::move(etcd)),
-        procs_(c.members),
-        paused_(c.members, false) {}
-
-  Status init() {
-    for (uint32_t i = 0; i < c_.members; ++i) {
-      auto p = free_port();
-      if (!p) return std::move(p).error();
-      members_ += fmt::format("{}n{}=127.0.0.1:{}", i == 0 ? "" : ",", i, *p);
-    }
-    for (uint32_t i = 0; i < c_.members; ++i) RDMAREPL_TRY(start(i));
-    return ok_status();
-  }
-  Status start(size_t i) {
-    const std::string id = fmt::format("n{}", i);
-    auto p = ChildProcess::spawn(
-        id,
-        {"--role", "member", "--id", id, "--members", members_, "--etcd", etcd_, "--dir",
-         (root_ / id).string(), "--ack", std::string(to_string(c_.ack)), "--lease-ms",
-         std::to_string(c_.lease_ttl.count()), "--suspect-ms",
-         std::to_string(c_.suspect_after.count()), "--value-size", std::to_string(c_.value_size)});
-    if (!p) return std::move(p).error();
-    procs_[i] = std::move(*p);
-    auto ready = ask(i, {}, "ready", 60s);
-    return ready ? ok_status() : Status(std::move(ready).error());
-  }
-  void kill(size_t i) {
-    procs_[i].kill_and_reap();
-    paused_[i] = false;
-  }
-  // SIGSTOP / SIGCONT: a stalled process keeps its sockets; nobody asks it anything meanwhile.
-  void pause(size_t i) {
-    ::kill(procs_[i].pid(), SIGSTOP);
-    paused_[i] = true;
-  }
-  void resume(size_t i) {
-    ::kill(procs_[i].pid(), SIGCONT);
-    paused_[i] = false;
-  }
-  [[nodiscard]] size_t size() const { return procs_.size(); }
-  [[nodiscard]] bool running(size_t i) const { return procs_[i].running(); }
-  [[nodiscard]] bool answers(size_t i) const { return running(i) && !paused_[i]; }
-
-  // Sends `line` (none when empty) and reads the answer, which must start with `prefix`.
-  Result<std::string> ask(size_t i, const std::string& line, std::string_view prefix,
-                          std::chrono::milliseconds timeout) {
-    ChildProcess& p = procs_[i];
-    if (!line.empty()) RDMAREPL_TRY(send(i, line));
-    auto got = p.control().read_line(timeout);
-    if (!got) return Error(got.error().code(), p.name() + ": " + got.error().message());
-    if (got->rfind("error ", 0) == 0)
-      return Error(Errc::io_error, p.name() + " failed: " + error_text(*got));
-    if (got->rfind(prefix, 0) != 0)
-      return Error(Errc::protocol_error,
-                   fmt::format("{} sent '{}', expected '{}...'", p.name(), *got, prefix));
-    return got;
-  }
-  Status send(size_t i, const std::string& line) { return procs_[i].control().send_line(line); }
-  Result<RoleInfo> role(size_t i) {
-    auto r = ask(i, "role", "role ", 10s);
-    if (!r) return std::move(r).error();
-    return RoleInfo{field(*r, "name"), number(*r, "epoch", 0)};
-  }
-  // The answering member that leads in an epoch above `above` (the highest if two still
-  // say so), polled every 5 ms until `deadline`.
-  Result<size_t> leader(const Deadline& deadline, uint64_t above = 0) {
-    for (;;) {
-      int best = -1;
-      uint64_t best_epoch = above;
-      for (size_t i = 0; i < procs_.size(); ++i) {
-        if (!answers(i)) continue;
-        auto r = role(i);
-        if (!r) return std::move(r).error();
-        if (r->name == "leader" && r->epoch > best_epoch) {
-          best = static_cast<int>(i);
-          best_epoch = r->epoch;
-        }
-      }
-      if (best >= 0) return static_cast<size_t>(best);
-      if (deadline.expired())
-        return Error(Errc::timeout, "no member leads the group; see the members' logs");
-      std::this_thread::sleep_for(5ms);
-    }
-  }
-  Status wait_role(size_t i, std::string_view name, const Deadline& deadline) {
-    for (;;) {
-      auto r = role(i);
-      if (!r) return std::move(r).error();
-      if (r->name == name) return ok_status();
-      if (deadline.expired())
-        return Error(Errc::timeout, fmt::format("n{} did not become {} in time", i, name));
-      std::this_thread::sleep_for(10ms);
-    }
-  }
-  void quit() {
-    for (auto& p : procs_)
-      if (p.running()) (void)p.control().send_line("quit");
-    for (auto& p : procs_)
-      if (p.running() && !p.wait(10s)) p.kill_and_reap();
-  }
-
- private:
-  const FailoverConfig& c_;
-  fs::path root_;
-  std::string etcd_;
-  std::string members_;
-  std::vector<ChildProcess> procs_;
-  std::vector<bool> paused_;
-};
 
 // The group's client: writes the next writes to whoever leads, records every operation on
 // the register keys (failover_register) and the reads of them, and injects the faults.

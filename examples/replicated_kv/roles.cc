@@ -304,6 +304,7 @@ std::optional<int> run_role_if_requested(int argc, char** argv) {
   if (role == "leader") return run_leader(*flags, ctl);
   if (role == "follower") return run_follower(*flags, ctl);
 #if RDMAREPL_KV_FAILOVER
+  if (role == "member" && flags->has("plain")) return run_plain_member(*flags, ctl);
   if (role == "member") return run_member(*flags, ctl);
 #endif
   return fail(ctl, "unknown --role '" + role + "'");
