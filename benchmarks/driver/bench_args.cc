@@ -217,6 +217,11 @@ void add_failover_options(CLI::App& app, BenchArgs& a) {
                  "write the client's history of register operations to FILE as Porcupine "
                  "events (JSON)")
       ->group(g);
+  app.add_option("--etcd-members", a.etcd_members,
+                 "etcd processes the run starts (1 or 3; with 3 the one every member asks "
+                 "first is killed halfway through the rounds)")
+      ->check(CLI::IsMember({1u, 3u}))
+      ->group(g);
   app.add_option("--etcd", a.etcd,
                  "etcd client URL (default: start /usr/bin/etcd with a temporary data "
                  "directory)")

@@ -41,6 +41,7 @@ struct BenchArgs {
   uint64_t group_writes = 0;
   uint32_t group_rounds = 3;
   std::string etcd;
+  uint32_t etcd_members = 1;
   LiveArgs live;
 };
 

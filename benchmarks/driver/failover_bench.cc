@@ -36,6 +36,7 @@ int run_failover_bench(const BenchArgs& args) {
   c.lease_ttl = std::chrono::milliseconds(args.lease_ms);
   c.suspect_after = std::chrono::milliseconds(args.suspect_ms);
   c.etcd = args.etcd;
+  c.etcd_members = args.etcd_members;
   c.progress = !args.quiet;
   c.timeout = args.config.timeout;
   const auto machine = machine_info();
@@ -61,6 +62,7 @@ int run_failover_bench(const BenchArgs& args) {
   fmt::print("\n{:<24} {:>9} {:>9} {:>9} {:>9}\n", "failover (ms)", "p50", "p99", "max", "min");
   fmt::print("{:<24} {:>9.0f} {:>9.0f} {:>9.0f} {:>9.0f}\n",
              fmt::format("fault -> ack, n={}", ms.size()), p50, p99, max, min);
+  if (r.etcd_member_killed) fmt::print("etcd                     3 members, e0 killed halfway\n");
   fmt::print("acknowledged writes      {}\n", r.acknowledged);
   fmt::print("acknowledged lost        {}\n", r.lost);
   fmt::print("stale acknowledgements   {}\n", r.stale_acknowledged);
@@ -84,6 +86,8 @@ int run_failover_bench(const BenchArgs& args) {
     j["suspect_ms"] = c.suspect_after.count();
     j["failovers"] = c.failovers;
     j["fault"] = kvdemo::to_string(c.fault);
+    j["etcd_members"] = c.etcd.empty() ? c.etcd_members : 0;
+    j["etcd_member_killed"] = r.etcd_member_killed;
     j["writes_per_leader"] = c.writes_per_leader;
     j["failover_ms"] = {
         {"p50", p50}, {"p99", p99}, {"max", max}, {"min", min}, {"samples", r.failover_ms}};

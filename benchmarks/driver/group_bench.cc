@@ -126,7 +126,7 @@ int run_group_bench(const BenchArgs& args) {
   fs::remove_all(root, ec);
   fs::create_directories(root, ec);
   std::string url;
-  auto etcd = kvdemo::start_etcd(root, url);
+  auto etcd = kvdemo::start_etcd(root, 1, url);
   if (!etcd) {
     fmt::print(stderr, "rdmarepl-bench: {}\n", etcd.error().to_string());
     return 3;
@@ -138,7 +138,7 @@ int run_group_bench(const BenchArgs& args) {
     for (int k = 0; k < 2; ++k) {
       const bool is_plain = (r + k) % 2 == 1;  // alternate which variant goes first
       const fs::path dir = root / fmt::format("{}-{}", is_plain ? "plain" : "group", r);
-      auto run = one_run(c, dir, url, etcd->pid(), is_plain, args.group_writes);
+      auto run = one_run(c, dir, url, etcd->front().pid(), is_plain, args.group_writes);
       fs::remove_all(dir, ec);
       if (!run) {
         fmt::print(stderr, "rdmarepl-bench: round {} ({}) failed: {}\n", r + 1,
@@ -156,7 +156,7 @@ int run_group_bench(const BenchArgs& args) {
     plain.push_back(got[1]);
     ratios.push_back(got[0].writes_per_sec / got[1].writes_per_sec);
   }
-  etcd->kill_and_reap();
+  etcd->front().kill_and_reap();
   fs::remove_all(root, ec);
 
   auto col = [](const std::vector<Sample>& v, double Sample::*f) {

@@ -103,35 +103,69 @@ uint64_t number(const std::string& line, std::string_view key, uint64_t fallback
   return n ? *n : fallback;
 }
 
-Result<ChildProcess> start_etcd(const fs::path& dir, std::string& url) {
-  auto client = free_port();
-  if (!client) return std::move(client).error();
-  auto peer = free_port();
-  if (!peer) return std::move(peer).error();
-  url = fmt::format("http://127.0.0.1:{}", *client);
-  const std::string peer_url = fmt::format("http://127.0.0.1:{}", *peer);
+Result<std::vector<ChildProcess>> start_etcd(const fs::path& dir, uint32_t members,
+                                             std::string& urls) {
   if (::access("/usr/bin/etcd", X_OK) != 0)
     return Error(Errc::not_found,
                  "/usr/bin/etcd is not installed: install Debian's etcd-server (scripts/setup "
                  "does) or pass the URL of a running etcd");
-  auto etcd = ChildProcess::spawn(
-      "etcd",
-      {"--data-dir", (dir / "etcd").string(), "--listen-client-urls", url,
-       "--advertise-client-urls", url, "--listen-peer-urls", peer_url,
-       "--initial-advertise-peer-urls", peer_url, "--initial-cluster", "default=" + peer_url,
-       "--heartbeat-interval", "50", "--election-timeout", "250"},
-      "/usr/bin/etcd", (dir / "etcd.log").string());
-  if (!etcd) return etcd;
-  coordination::EtcdOptions eo;
-  eo.endpoints = {url};
-  auto probe = coordination::make_etcd_coordinator(eo);
-  if (!probe) return std::move(probe).error();
-  for (int i = 0; i < 200; ++i) {
-    if ((*probe)->leader("/rdmarepl/ready").ok()) return etcd;
-    std::this_thread::sleep_for(50ms);
+  std::vector<std::string> client, peer;
+  std::string cluster;
+  for (uint32_t i = 0; i < members; ++i) {
+    auto c = free_port();
+    if (!c) return std::move(c).error();
+    auto p = free_port();
+    if (!p) return std::move(p).error();
+    client.push_back(fmt::format("http://127.0.0.1:{}", *c));
+    peer.push_back(fmt::format("http://127.0.0.1:{}", *p));
+    cluster += fmt::format("{}e{}={}", i == 0 ? "" : ",", i, peer.back());
   }
-  return Error(Errc::timeout,
-               "etcd did not answer within 10 s; see " + (dir / "etcd.log").string());
+  std::vector<ChildProcess> procs;
+  for (uint32_t i = 0; i < members; ++i) {
+    const std::string name = fmt::format("e{}", i);
+    auto etcd = ChildProcess::spawn("etcd " + name,
+                                    {"--name",
+                                     name,
+                                     "--data-dir",
+                                     (dir / ("etcd-" + name)).string(),
+                                     "--listen-client-urls",
+                                     client[i],
+                                     "--advertise-client-urls",
+                                     client[i],
+                                     "--listen-peer-urls",
+                                     peer[i],
+                                     "--initial-advertise-peer-urls",
+                                     peer[i],
+                                     "--initial-cluster",
+                                     cluster,
+                                     "--initial-cluster-state",
+                                     "new",
+                                     "--heartbeat-interval",
+                                     "50",
+                                     "--election-timeout",
+                                     "250"},
+                                    "/usr/bin/etcd", (dir / (name + ".log")).string());
+    if (!etcd) return std::move(etcd).error();
+    procs.push_back(std::move(*etcd));
+  }
+  // Every member answers (a cluster answers once it elected its own leader).
+  for (uint32_t i = 0; i < members; ++i) {
+    coordination::EtcdOptions eo;
+    eo.endpoints = {client[i]};
+    auto probe = coordination::make_etcd_coordinator(eo);
+    if (!probe) return std::move(probe).error();
+    bool up = false;
+    for (int k = 0; k < 200 && !up; ++k) {
+      up = (*probe)->leader("/rdmarepl/ready").ok();
+      if (!up) std::this_thread::sleep_for(50ms);
+    }
+    if (!up)
+      return Error(Errc::timeout, fmt::format("etcd member e{} did not answer within 10 s; see {}",
+                                              i, (dir / fmt::format("e{}.log", i)).string()));
+  }
+  urls.clear();
+  for (const auto& c : client) urls += (urls.empty() ? "" : ",") + c;
+  return procs;
 }
 
 Group::Group(const FailoverConfig& c, fs::path root, std::string etcd,

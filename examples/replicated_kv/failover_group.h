@@ -17,10 +17,12 @@
 
 namespace rdmarepl::kvdemo {
 
-// Debian's etcd on free loopback ports with a temporary data directory under `dir`, and
-// the heartbeat that lets it grant (and expire) 1 s leases on time; `url` gets its client
-// URL. Returns once it answers.
-Result<ChildProcess> start_etcd(const std::filesystem::path& dir, std::string& url);
+// Debian's etcd as a cluster of `members` processes (1 or 3) on free loopback ports, data
+// directories under `dir`, and the heartbeat that lets it grant (and expire) 1 s leases on
+// time; `urls` gets their client URLs, comma-separated (the members' --etcd). Returns once
+// every member answers.
+Result<std::vector<ChildProcess>> start_etcd(const std::filesystem::path& dir, uint32_t members,
+                                             std::string& urls);
 
 // Field `key` of a control line as a number, `fallback` when absent or not a number.
 uint64_t number(const std::string& line, std::string_view key, uint64_t fallback);

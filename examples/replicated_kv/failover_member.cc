@@ -107,12 +107,16 @@ std::string read_registers(Node& node, const KvStore& store) {
   return fmt::format("read ok=1 epoch={} values={}", epoch, values);
 }
 
-uint64_t count_missing(const KvStore& store, uint64_t count, uint32_t value_size) {
+// Of writes 0..count-1, how many the store lacks or holds with another value, and the
+// first of them ("-" when none).
+std::string count_missing(const KvStore& store, uint64_t count, uint32_t value_size) {
   uint64_t missing = 0;
-  std::string got;
+  std::string got, first = "-";
   for (uint64_t i = 0; i < count; ++i)
-    if (!store.get(failover_key(i), got) || got != failover_value(i, value_size)) ++missing;
-  return missing;
+    if (!store.get(failover_key(i), got) || got != failover_value(i, value_size)) {
+      if (missing++ == 0) first = std::to_string(i);
+    }
+  return fmt::format("check missing={} first={}", missing, first);
 }
 
 }  // namespace
@@ -125,7 +129,13 @@ Result<failover::NodeOptions> member_options(const Flags& f) {
   if (!members) return std::move(members).error();
   o.members = std::move(*members);
   o.dir = f.get("dir");
-  o.etcd.endpoints = {f.get("etcd")};
+  o.etcd.endpoints.clear();
+  const std::string etcd = f.get("etcd");
+  for (size_t pos = 0; pos <= etcd.size();) {
+    const size_t end = std::min(etcd.find(',', pos), etcd.size());
+    o.etcd.endpoints.push_back(etcd.substr(pos, end - pos));
+    pos = end + 1;
+  }
   auto lease = f.get_u64("lease-ms", 1000);
   if (!lease) return std::move(lease).error();
   o.lease_ttl = std::chrono::milliseconds(*lease);
@@ -177,8 +187,7 @@ int run_member(const Flags& flags, ControlSocket& ctl) {
     } else if (line->rfind("check ", 0) == 0) {
       auto count = parse_count(field(*line, "count"), "count");
       if (!count) return fail(ctl, "member: bad check line '" + *line + "'");
-      (void)ctl.send_line(
-          fmt::format("check missing={}", count_missing(store, *count, value_size)));
+      (void)ctl.send_line(count_missing(store, *count, value_size));
     } else if (line->rfind("burst ", 0) == 0) {
       auto first = parse_count(field(*line, "first"), "first");
       auto count = parse_count(field(*line, "count"), "count");

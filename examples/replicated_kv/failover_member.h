@@ -12,8 +12,9 @@
 //   coord  -> "burst first=N count=M"  member -> "burst count=K ns=T [message=...]"
 //                    writes N..N+M-1 back to back, waits for the last (burst.h)
 //   coord  -> "cpu"         member -> "cpu seconds=S"     its CPU time so far
-//   coord  -> "check count=A"   member -> "check missing=X"  of writes 0..A-1, how many the
-//                                          store lacks or holds with another value
+//   coord  -> "check count=A"   member -> "check missing=X first=I"  of writes 0..A-1, how
+//                                          many the store lacks or holds with another value,
+//                                          and the first of them ('-': none)
 //   coord  -> "digest"      member -> "digest value=D last=S"
 //   coord  -> "quit"                                      the node resigns and exits 0
 // With --plain the same processes run a plain ReplicationChannel instead (the baseline of

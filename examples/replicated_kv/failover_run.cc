@@ -216,11 +216,19 @@ Result<std::vector<std::pair<std::string, Digest>>> converge(Group& g, const Dea
   }
 }
 
-Status run(Group& g, const FailoverConfig& c, FailoverResult& result) {
+Status run(Group& g, const FailoverConfig& c, std::vector<ChildProcess>& etcd,
+           FailoverResult& result) {
   const Deadline deadline = Deadline::after(c.timeout);
   Client client(g, c);
   RDMAREPL_TRY(client.stretch(c.writes_per_leader, deadline));
   for (uint32_t f = 0; f < c.failovers; ++f) {
+    // A cluster loses the member every node asks first halfway through: the rounds from
+    // then on elect through the other two.
+    if (etcd.size() > 1 && f == c.failovers / 2) {
+      etcd.front().kill_and_reap();
+      result.etcd_member_killed = true;
+      if (c.progress) fmt::print("  etcd member e0 killed (SIGKILL); 2 of 3 remain\n");
+    }
     auto hit = client.fault(deadline);
     if (!hit) return std::move(hit).error();
     const auto [ms, victim] = *hit;
@@ -246,6 +254,9 @@ Status run(Group& g, const FailoverConfig& c, FailoverResult& result) {
       g.ask(client.leader(), fmt::format("check count={}", result.acknowledged), "check ", 120s);
   if (!check) return std::move(check).error();
   result.lost = number(*check, "missing", UINT64_MAX);
+  if (result.lost != 0 && c.progress)
+    fmt::print("  LOST: {} acknowledged writes, the first is write {}\n", result.lost,
+               field(*check, "first"));
   result.linearizability = check_linearizable(client.history());
   if (!c.history.empty()) RDMAREPL_TRY(write_porcupine_json(client.history(), c.history));
   result.verified = result.converged && result.lost == 0 && result.stale_acknowledged == 0 &&
@@ -296,15 +307,15 @@ Result<FailoverResult> run_failovers(const FailoverConfig& c) {
   Status st = ok_status();
   {
     std::string url = c.etcd;
-    ChildProcess etcd;
+    std::vector<ChildProcess> etcd;
     if (url.empty()) {
-      auto e = start_etcd(root, url);
+      auto e = start_etcd(root, c.etcd_members, url);
       if (!e) return std::move(e).error();
       etcd = std::move(*e);
     }
     Group g(c, root, url);
     st = g.init();
-    if (st) st = run(g, c, result);
+    if (st) st = run(g, c, etcd, result);
     g.quit();
   }
   result.seconds = static_cast<double>(mono_ns() - t0) / 1e9;

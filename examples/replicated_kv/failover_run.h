@@ -39,8 +39,11 @@ struct FailoverConfig {
   std::chrono::milliseconds lease_ttl{1000};
   // NodeOptions::suspect_after of every member (0: wait for the lease to expire).
   std::chrono::milliseconds suspect_after{200};
-  // etcd client URL; empty: the run starts /usr/bin/etcd with a temporary data directory.
+  // etcd client URLs (comma-separated); empty: the run starts /usr/bin/etcd, `etcd_members`
+  // processes with temporary data directories. With 3, the member every node asks first is
+  // killed (SIGKILL) after half of the rounds.
   std::string etcd;
+  uint32_t etcd_members = 1;
   // Where the members keep their logs (one directory each); empty: a temporary directory,
   // removed after the run.
   std::string dir;
@@ -62,6 +65,7 @@ struct FailoverResult {
   // Epochs in which two members acknowledged writes (the guarantee: 0).
   uint64_t epoch_conflicts = 0;
   uint64_t reads = 0;  // confirmed register reads in the history
+  bool etcd_member_killed = false;
   LinearizabilityResult linearizability;
   double seconds = 0;                                   // the whole run, failovers included
   std::vector<std::pair<std::string, Digest>> digests;  // per member, once converged

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
@@ -17,6 +18,17 @@ uint64_t History::epoch_at(uint64_t seq) const noexcept {
   for (const auto& [epoch, first] : segments)
     if (first <= seq && seq != 0) e = epoch;
   return e;
+}
+
+uint64_t History::first_difference(const History& other, uint64_t upto) const {
+  // epoch_at() changes only where a segment starts: those are the seqs to compare.
+  std::vector<uint64_t> starts = {1};
+  for (const auto& s : segments) starts.push_back(s.second);
+  for (const auto& s : other.segments) starts.push_back(s.second);
+  std::sort(starts.begin(), starts.end());
+  for (uint64_t seq : starts)
+    if (seq >= 1 && seq <= upto && epoch_at(seq) != other.epoch_at(seq)) return seq;
+  return 0;
 }
 
 std::string History::to_json() const {

@@ -19,6 +19,9 @@ struct History {
 
   // The epoch that wrote `seq` (0 for seq 0 or a seq before every segment).
   [[nodiscard]] uint64_t epoch_at(uint64_t seq) const noexcept;
+  // The lowest seq in [1, upto] that this history and `other` give to different epochs
+  // (where two members' records fork), 0 when they agree on all of them.
+  [[nodiscard]] uint64_t first_difference(const History& other, uint64_t upto) const;
   [[nodiscard]] std::string to_json() const;
   static Result<History> from_json(const std::string& text);
   static Result<History> load(const std::string& path);  // empty when the file is absent

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "history.h"
+#include "log_rewind.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
 
@@ -392,15 +393,8 @@ struct NodeControl::Impl {
     fence(fmt::format("epoch {} took over", l.epoch));
     host.close_channel();
     const uint64_t last = host.last_seq();
-    if (last > 0 && history.epoch_at(last) != theirs.epoch_at(last)) {
-      log::warn(
-          "rdmarepl node {}: its seq {} was written by epoch {} but leader {} of epoch {} "
-          "holds seq {} of epoch {}: its store diverged; it is emptied and resynced",
-          opt.id, last, history.epoch_at(last), leader_id, l.epoch, last, theirs.epoch_at(last));
-      if (auto st = host.reset_store(/*keep_log=*/false); !st) {
-        log::error("rdmarepl node {}: emptying its store failed: {}", opt.id, st.error().message());
-        return;
-      }
+    if (const uint64_t fork = last > 0 ? history.first_difference(theirs, last) : 0; fork != 0) {
+      if (!rewind(fork, last, theirs.epoch_at(fork), leader_id)) return;
     }
     history = std::move(theirs);
     history.was_leader = false;
@@ -420,6 +414,37 @@ struct NodeControl::Impl {
     log::info("rdmarepl node {}: follows {} (epoch {}) from seq {}", opt.id, leader_id, l.epoch,
               host.last_seq());
     on_role(NodeRole::follower, l.epoch, leader());
+  }
+
+  // This member's records from `fork` to `last` were written by a leadership that the new
+  // leader's history does not hold (a deposed leader's unacknowledged writes): they must go
+  // before it applies anything new. Its log is cut back to fork - 1 and the store rebuilt
+  // from it, so it resyncs only from the fork; when the cut would fall inside a logged
+  // batch, store and log are emptied and it resyncs from nothing.
+  bool rewind(uint64_t fork, uint64_t last, uint64_t theirs, const std::string& leader_id) {
+    auto cut = rewind_log(opt.dir + "/wal", fork - 1);
+    if (cut && *cut) {
+      log::warn(
+          "rdmarepl node {}: its seqs {}..{} were written by epoch {}, but in leader {}'s "
+          "history epoch {} wrote seq {}: they diverged; its log is cut back to seq {} and it "
+          "resyncs from there",
+          opt.id, fork, last, history.epoch_at(fork), leader_id, theirs, fork, fork - 1);
+      if (auto st = host.reset_store(/*keep_log=*/true); !st) {
+        log::error("rdmarepl node {}: emptying its store failed: {}", opt.id, st.error().message());
+        return false;
+      }
+      return true;
+    }
+    log::warn(
+        "rdmarepl node {}: its seqs {}..{} diverged from leader {}'s history ({}); its store "
+        "and log are emptied and it resyncs from nothing",
+        opt.id, fork, last, leader_id,
+        cut ? "the fork falls inside a logged batch" : cut.error().message());
+    if (auto st = host.reset_store(/*keep_log=*/false); !st) {
+      log::error("rdmarepl node {}: emptying its store failed: {}", opt.id, st.error().message());
+      return false;
+    }
+    return true;
   }
 
   static uint64_t parse_epoch(const std::string& key) {

@@ -4,6 +4,7 @@
 add_library(rdmarepl_failover
   ${CMAKE_CURRENT_LIST_DIR}/../coordination/etcd_coordinator.cc
   ${CMAKE_CURRENT_LIST_DIR}/history.cc
+  ${CMAKE_CURRENT_LIST_DIR}/log_rewind.cc
   ${CMAKE_CURRENT_LIST_DIR}/node_control.cc)
 add_library(rdmarepl::failover ALIAS rdmarepl_failover)
 set_target_properties(rdmarepl_failover PROPERTIES CXX_EXTENSIONS OFF POSITION_INDEPENDENT_CODE ON

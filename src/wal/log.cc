@@ -52,6 +52,45 @@ Result<uint64_t> seal_recovered(const std::string& dir, const ReadEnd& end,
 
 }  // namespace
 
+Result<bool> truncate_after(const std::string& dir, uint64_t keep_seq) {
+  auto names = list_dir(dir);
+  if (!names) return std::move(names).error();
+  std::vector<std::string> doomed_checkpoints;
+  for (const auto& n : *names) {
+    uint64_t seq = 0;
+    if (parse_checkpoint_file_name(n, &seq) && seq > keep_seq) doomed_checkpoints.push_back(n);
+  }
+  auto reader = LogReader::open(dir, nullptr);
+  if (!reader) return std::move(reader).error();
+  Frame f;
+  bool cut = false, first = true;
+  for (;;) {
+    auto more = reader->next(&f);
+    if (!more) return std::move(more).error();
+    if (!*more) break;
+    // With every frame at or below keep_seq gone to a checkpoint above it, the prefix would
+    // survive only in that checkpoint, which goes too.
+    if (first && !doomed_checkpoints.empty() && f.first_seq > 1) return false;
+    first = false;
+    if (f.last_seq <= keep_seq) continue;
+    if (f.first_seq != keep_seq + 1) return false;  // the fork is inside this frame
+    cut = true;
+    break;
+  }
+  if (!cut && !doomed_checkpoints.empty()) return false;
+  if (cut) {
+    auto file = File::open(join_path(dir, segment_file_name(f.segment)), O_RDWR);
+    if (!file) return std::move(file).error();
+    RDMAREPL_TRY(file->truncate(f.offset));
+    RDMAREPL_TRY(file->sync());
+    for (uint64_t n : reader->segments())
+      if (n > f.segment) RDMAREPL_TRY(remove_file(join_path(dir, segment_file_name(n))));
+  }
+  for (const auto& n : doomed_checkpoints) RDMAREPL_TRY(remove_file(join_path(dir, n)));
+  RDMAREPL_TRY(sync_dir(dir));
+  return true;
+}
+
 Result<std::unique_ptr<Log>> Log::open(const std::string& dir, LogOptions options,
                                        RecoveryHandler& handler) {
   RDMAREPL_TRY(make_dir(dir));

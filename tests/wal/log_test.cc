@@ -188,3 +188,72 @@ TEST_CASE("log: leftover checkpoint temporaries are removed on open", "[wal][log
   CHECK_FALSE(std::filesystem::exists(dir.file(checkpoint_file_name(7) + ".tmp")));
   CHECK_FALSE(store.restored_seq);
 }
+
+TEST_CASE("log: truncate_after cuts back to a frame boundary across segments", "[wal][log]") {
+  TempDir dir;
+  CollectingReporter rep;
+  {
+    FakeStore store;
+    auto log = open_log(dir, store, opts(&rep));  // 4 KiB segments: many of them
+    append_seqs(*log, 1, 200);
+    REQUIRE(log->close().ok());
+  }
+  const size_t segments_before = count_files(dir, ".log");
+  REQUIRE(segments_before > 3);
+  auto cut = truncate_after(dir.path(), 57);
+  REQUIRE(cut.ok());
+  CHECK(*cut);
+  CHECK(count_files(dir, ".log") < segments_before);
+  {
+    FakeStore store;
+    auto log = open_log(dir, store, opts(&rep));
+    REQUIRE(store.frames.size() == 57);
+    CHECK(store.frames.back().last_seq == 57);
+    CHECK(log->recovery().last_seq == 57);
+    CHECK(rep.damages.empty());  // a clean end, not damage
+    // The log goes on from the cut: a different history after seq 57.
+    append_seqs(*log, 58, 70, 20);
+    REQUIRE(log->close().ok());
+  }
+  FakeStore again;
+  open_log(dir, again, opts(&rep));
+  REQUIRE(again.frames.size() == 70);
+  CHECK(again.frames.back().last_seq == 70);
+  // Nothing to cut: the log already ends there.
+  auto none = truncate_after(dir.path(), 500);
+  REQUIRE(none.ok());
+  CHECK(*none);
+}
+
+TEST_CASE("log: truncate_after refuses a cut inside a frame, drops checkpoints above the cut",
+          "[wal][log]") {
+  TempDir dir;
+  CollectingReporter rep;
+  {
+    FakeStore store;
+    auto log = open_log(dir, store, opts(&rep, 1 << 20));
+    for (uint64_t s = 1; s <= 40; s += 10) {  // frames of 10 records: 1-10, 11-20, ...
+      auto b = make_batch(s, 10, 30);
+      REQUIRE(log->append(b.bytes(), s, s + 9, 10).ok());
+    }
+    auto ck = log->begin_checkpoint(30);
+    REQUIRE(ck.ok());
+    REQUIRE(ck->append(bytes_of("state@30")).ok());
+    REQUIRE(log->commit_checkpoint(*ck).ok());
+    REQUIRE(log->close().ok());
+  }
+  auto inside = truncate_after(dir.path(), 15);
+  REQUIRE(inside.ok());
+  CHECK_FALSE(*inside);
+  CHECK(count_files(dir, ".ckpt") == 1);  // a refused cut changes nothing
+  // The log still holds 1-20 from its start: the cut goes, and the checkpoint at 30 with it.
+  auto boundary = truncate_after(dir.path(), 20);
+  REQUIRE(boundary.ok());
+  CHECK(*boundary);
+  CHECK(count_files(dir, ".ckpt") == 0);
+  FakeStore store;
+  auto log = open_log(dir, store, opts(&rep, 1 << 20));
+  CHECK(store.restored.empty());
+  CHECK(log->recovery().last_seq == 20);
+  REQUIRE(store.frames.size() == 2);
+}

@@ -50,6 +50,15 @@ struct RecoveryInfo {
   ReadEnd end;            // where the valid prefix ended and what was dropped
 };
 
+// Cuts the log of a closed directory back so that it ends at `keep_seq` (in frame-header
+// seqs: a channel log's frame numbers, docs/wal_format.md): the first frame whose last_seq
+// is above it and everything after it go (that segment is truncated at the frame, later
+// segments are removed), and so do checkpoints above it. Reopened, the log recovers exactly
+// the frames up to `keep_seq`. False (nothing changed) when that frame also holds seqs at
+// or below `keep_seq`, or when a checkpoint above `keep_seq` is all that holds the earlier
+// frames. True when the log already ended at or below it.
+Result<bool> truncate_after(const std::string& dir, uint64_t keep_seq);
+
 class Log {
  public:
   static Result<std::unique_ptr<Log>> open(const std::string& dir, LogOptions options,
