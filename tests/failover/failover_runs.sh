@@ -24,7 +24,8 @@ lin = d["linearizable"]
 ok = (d["acknowledged_lost"] == 0 and d["verified"] and d["converged"]
       and d["stale_acknowledged"] == 0 and d["epoch_conflicts"] == 0 and lin["ok"]
       and lin["reads"] > 0 and len(d["failover_ms"]["samples"]) == n
-      and d["acknowledged_writes"] > 0)
+      and d["acknowledged_writes"] > 0
+      and (d["etcd_member_killed"] or "--etcd-members" not in args))
 print(f"{n} x {d['fault']}: p50 {d['failover_ms']['p50']:.0f} ms, max "
       f"{d['failover_ms']['max']:.0f} ms, {d['acknowledged_writes']} acknowledged, "
       f"{d['acknowledged_lost']} lost, {d['stale_acknowledged']} stale, "
