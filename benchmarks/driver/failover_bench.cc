@@ -10,6 +10,7 @@
 
 #include "failover_run.h"
 #include "machine.h"
+#include "result_file.h"
 
 namespace rdmarepl::bench {
 
@@ -103,14 +104,8 @@ int run_failover_bench(const BenchArgs& args) {
     j["converged"] = r.converged;
     j["verified"] = r.verified;
     j["seconds"] = r.seconds;
-    j["machine"] = {
-        {"nproc", machine.cores}, {"cpu_model", machine.cpu_model}, {"kernel", machine.kernel}};
-    std::ofstream out(args.json);
-    out << j.dump(2) << "\n";
-    if (!out) {
-      fmt::print(stderr, "rdmarepl-bench: cannot write {}\n", args.json);
-      return 3;
-    }
+    j["machine"] = machine_json(machine);
+    if (!write_result(args.json, j)) return 3;
   }
   return r.verified ? 0 : 1;
 }

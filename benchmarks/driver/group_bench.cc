@@ -12,6 +12,7 @@
 #include "failover_group.h"
 #include "machine.h"
 #include "rdmarepl/core/clock.h"
+#include "result_file.h"
 
 namespace rdmarepl::bench {
 
@@ -205,14 +206,8 @@ int run_group_bench(const BenchArgs& args) {
     j["plain"] = side(plain);
     j["idle"] = side(idle);
     j["ratio"] = {{"median", ratio}, {"samples", ratios}};
-    j["machine"] = {
-        {"nproc", machine.cores}, {"cpu_model", machine.cpu_model}, {"kernel", machine.kernel}};
-    std::ofstream out(args.json);
-    out << j.dump(2) << "\n";
-    if (!out) {
-      fmt::print(stderr, "rdmarepl-bench: cannot write {}\n", args.json);
-      return 3;
-    }
+    j["machine"] = machine_json(machine);
+    if (!write_result(args.json, j)) return 3;
   }
   return 0;
 }

@@ -26,6 +26,7 @@
 #include "machine.h"
 #include "metrics_text.h"
 #include "redis_compare.h"
+#include "result_file.h"
 #include "roles.h"
 #include "run_config.h"
 #include "sweep.h"
@@ -232,8 +233,7 @@ Json result_json(const BenchArgs& args, const RunResult& r, const Baselines& b,
   }
   j["memory_registrations"] = regs;
   j["memory_registrations_after_create"] = after_create;
-  j["machine"] = {
-      {"nproc", machine.cores}, {"cpu_model", machine.cpu_model}, {"kernel", machine.kernel}};
+  j["machine"] = machine_json(machine);
   j["compare"] = compare_json(args, b);
   return j;
 }
@@ -294,13 +294,7 @@ int main(int argc, char** argv) {
     return 3;
   }
   print_table(args, *run, *baselines);
-  if (!args.json.empty()) {
-    std::ofstream out(args.json);
-    out << result_json(args, *run, *baselines, machine).dump(2) << "\n";
-    if (!out) {
-      fmt::print(stderr, "rdmarepl-bench: cannot write {}\n", args.json);
-      return 3;
-    }
-  }
+  if (!args.json.empty() && !write_result(args.json, result_json(args, *run, *baselines, machine)))
+    return 3;
   return run->verified ? 0 : 1;
 }
