@@ -30,7 +30,7 @@ PrometheusServer::PrometheusServer(const std::string& scratch_dir,
     : dir_(scratch_dir) {
   fs::create_directories(dir_ + "/data");
   std::ofstream cfg(dir_ + "/prometheus.yml");
-  cfg << "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
+  cfg << "global:\n  scrape_interval: 100ms\n  scrape_timeout: 100ms\n  evaluation_interval: 1s\n"
       << "scrape_configs:\n  - job_name: rdmarepl\n    static_configs:\n      - targets: [";
   for (size_t i = 0; i < targets.size(); ++i) cfg << (i ? ", " : "") << "'" << targets[i] << "'";
   cfg << "]\n";

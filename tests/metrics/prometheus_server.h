@@ -1,5 +1,5 @@
 // A real Prometheus server for tests: Debian's /usr/bin/prometheus started with a generated
-// config (scrape every second, storage in a scratch directory, a free port) and asked
+// config (scrape every 100 ms, storage in a scratch directory, a free port) and asked
 // through its HTTP API (/api/v1/query, /api/v1/query_range).
 #pragma once
 
@@ -17,7 +17,7 @@ class PrometheusServer {
   // The server binary: $PROMETHEUS_BIN, else /usr/bin/prometheus. Empty when absent.
   static std::string binary();
 
-  // Starts the server scraping `targets` ("127.0.0.1:port") every second. Throws (fails the
+  // Starts the server scraping `targets` ("127.0.0.1:port") every 100 ms. Throws (fails the
   // test) when it does not become ready within 30 s.
   PrometheusServer(const std::string& scratch_dir, const std::vector<std::string>& targets);
   PrometheusServer(const PrometheusServer&) = delete;

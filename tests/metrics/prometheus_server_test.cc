@@ -1,5 +1,5 @@
 // A real Prometheus server scrapes the replicated_kv demo's leader and followers every
-// second through a run with a follower kill and restart; its HTTP API must then show what
+// 100 ms through a run with a follower kill and restart; its HTTP API must then show what
 // the run did. The Grafana dashboard's every PromQL expression is evaluated against the
 // same server. Exits 77 (ctest: skipped) when the prometheus server is not installed.
 #define CATCH_CONFIG_RUNNER
@@ -53,11 +53,15 @@ struct ScrapedRun {
     prom = std::make_unique<PrometheusServer>(dir, targets);
     REQUIRE(prom->wait_scraping(targets.size(), 30));
     start = now_s();
+    // At most 64 writes in flight: under ack=all the writer stalls while follower-1 is
+    // away (the demo restarts it after a second), so that the scrapes see the lag and a
+    // reconnect counter that was 0 before the kill, however fast the machine writes.
     const std::string cmd =
         "timeout 120 " RDMAREPL_DEMO_BIN " --records " + std::to_string(kRecords) +
         " --followers " + std::to_string(kFollowers) + " --shards " + std::to_string(kShards) +
-        " --value-size 64-256 --kill-at 0.4 --failovers 0 --quiet --linger 3 --wal-dir " + dir +
-        "/wal --durability interval --metrics-port " + std::to_string(base) + " > " + dir +
+        " --value-size 64-256 --kill-at 0.4 --outstanding 64 --failovers 0 --quiet --linger 3 "
+        "--wal-dir " +
+        dir + "/wal --durability interval --metrics-port " + std::to_string(base) + " > " + dir +
         "/demo.log 2>&1";
     demo_status = std::system(cmd.c_str());
     end = now_s();
