@@ -211,7 +211,8 @@ void add_failover_options(CLI::App& app, BenchArgs& a) {
       ->group(g);
   add_enum(app, "--fault", a.fault,
            "what each round does: kill-leader (SIGKILL, default) | stop-leader (SIGSTOP "
-           "past the lease, then SIGCONT) | kill-follower",
+           "past the lease, then SIGCONT) | kill-follower | cut-etcd (the leader's path "
+           "to etcd blackholed until another member leads)",
            g);
   app.add_option("--history", a.history,
                  "write the client's history of register operations to FILE as Porcupine "

@@ -178,6 +178,21 @@ Group::Group(const FailoverConfig& c, fs::path root, std::string etcd,
       paused_(c.members, false) {}
 
 Status Group::init() {
+  if (c_.fault == Fault::cut_etcd) {
+    const size_t colon = etcd_.rfind(':');
+    if (etcd_.find(',') != std::string::npos || etcd_.rfind("http://127.0.0.1:", 0) != 0)
+      return Error(Errc::invalid_argument,
+                   "cutting a member off from etcd needs one loopback etcd (http://127.0.0.1:P), "
+                   "not " +
+                       etcd_);
+    auto port = parse_count(etcd_.substr(colon + 1), "etcd port");
+    if (!port) return std::move(port).error();
+    for (uint32_t i = 0; i < c_.members; ++i) {
+      auto p = TcpProxy::start("127.0.0.1", static_cast<uint16_t>(*port));
+      if (!p) return std::move(p).error();
+      proxies_.push_back(std::move(*p));
+    }
+  }
   for (uint32_t i = 0; i < c_.members; ++i) {
     auto p = free_port();
     if (!p) return std::move(p).error();
@@ -189,10 +204,12 @@ Status Group::init() {
 
 Status Group::start(size_t i) {
   const std::string id = fmt::format("n{}", i);
+  const std::string etcd =
+      proxies_.empty() ? etcd_ : fmt::format("http://127.0.0.1:{}", proxies_[i]->port());
   std::vector<std::string> args = {"--role",       "member",
                                    "--id",         id,
                                    "--members",    members_,
-                                   "--etcd",       etcd_,
+                                   "--etcd",       etcd,
                                    "--dir",        (root_ / id).string(),
                                    "--ack",        std::string(to_string(c_.ack)),
                                    "--lease-ms",   std::to_string(c_.lease_ttl.count()),

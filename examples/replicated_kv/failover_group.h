@@ -14,6 +14,7 @@
 #include "failover_run.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/result.h"
+#include "tcp_proxy.h"
 
 namespace rdmarepl::kvdemo {
 
@@ -47,7 +48,8 @@ class Group {
   Group(const FailoverConfig& c, std::filesystem::path root, std::string etcd,
         std::vector<std::string> extra = {});
 
-  // Picks the members' ports and starts each.
+  // Picks the members' ports and starts each. With Fault::cut_etcd each member reaches
+  // etcd (one URL) through a proxy of its own.
   Status init();
   // Starts member `i` (again) with its directory as it is; returns once it is ready.
   Status start(size_t i);
@@ -55,6 +57,9 @@ class Group {
   // SIGSTOP / SIGCONT: a stalled process keeps its sockets; nobody asks it anything meanwhile.
   void pause(size_t i);
   void resume(size_t i);
+  // Member i's path to etcd (Fault::cut_etcd only).
+  void cut_etcd(size_t i) { proxies_[i]->cut(); }
+  void heal_etcd(size_t i) { proxies_[i]->heal(); }
   [[nodiscard]] size_t size() const { return procs_.size(); }
   [[nodiscard]] bool running(size_t i) const { return procs_[i].running(); }
   [[nodiscard]] bool answers(size_t i) const { return running(i) && !paused_[i]; }
@@ -80,6 +85,7 @@ class Group {
   std::string members_;
   std::vector<ChildProcess> procs_;
   std::vector<bool> paused_;
+  std::vector<std::unique_ptr<TcpProxy>> proxies_;
 };
 
 }  // namespace rdmarepl::kvdemo

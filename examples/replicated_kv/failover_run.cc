@@ -87,6 +87,8 @@ class Client {
         return kill((leader_ + 1 + rounds_++ % (g_.size() - 1)) % g_.size(), deadline);
       case Fault::stop_leader:
         return stop_leader(deadline);
+      case Fault::cut_etcd:
+        return cut_etcd(deadline);
     }
     return Error(Errc::invalid_argument, "unknown fault");
   }
@@ -177,6 +179,39 @@ class Client {
     auto k = written(old, 1, queued);
     if (!k) return std::move(k).error();
     stale_ += *k;
+    if (ms < 0) {
+      auto m = first_ack(t0, deadline);
+      if (!m) return std::move(m).error();
+      ms = *m;
+    }
+    return std::pair{ms, old};
+  }
+
+  // The leader cut off from etcd (its requests time out) until another member leads with
+  // a higher epoch (and, under quorum, acknowledges while the cut lasts); a write sent to
+  // the old leader then must not be acknowledged: its local lease deadline has passed.
+  // Then healed: it must rejoin as a follower (under all, the new leader acknowledges only
+  // from then on).
+  Result<std::pair<double, size_t>> cut_etcd(const Deadline& deadline) {
+    const size_t old = leader_;
+    auto was = g_.role(old);
+    if (!was) return std::move(was).error();
+    g_.cut_etcd(old);
+    const uint64_t t0 = mono_ns();
+    auto l = g_.leader(deadline, was->epoch);
+    if (!l) return std::move(l).error();
+    double ms = -1;
+    if (c_.ack != replication::AckMode::all) {
+      auto m = first_ack(t0, deadline);
+      if (!m) return std::move(m).error();
+      ms = *m;
+    }
+    const uint64_t sent = mono_ns();
+    RDMAREPL_TRY(g_.send(old, fmt::format("write first={} count=1", next_)));
+    auto k = written(old, 1, sent);
+    if (!k) return std::move(k).error();
+    stale_ += *k;
+    g_.heal_etcd(old);
     if (ms < 0) {
       auto m = first_ack(t0, deadline);
       if (!m) return std::move(m).error();

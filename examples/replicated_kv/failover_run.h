@@ -60,7 +60,8 @@ struct FailoverResult {
   uint64_t lost = 0;
   // The fault (kill or stop) -> the first write acknowledged after it, per round.
   std::vector<double> failover_ms;
-  // Writes a stopped leader acknowledged after it ran again (the guarantee: 0).
+  // Writes a deposed leader (stopped, or cut off from etcd) acknowledged once another member
+  // led (the guarantee: 0).
   uint64_t stale_acknowledged = 0;
   // Epochs in which two members acknowledged writes (the guarantee: 0).
   uint64_t epoch_conflicts = 0;

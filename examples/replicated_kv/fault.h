@@ -14,6 +14,8 @@ enum class Fault : uint8_t {
                   // stalled process; a write queued to it meanwhile must not be acknowledged
                   // once it runs again (SIGCONT)
   kill_follower,  // SIGKILL of a follower; it restarts with its old log
+  cut_etcd,       // the leader cut off from etcd (a partition: its requests time out) until
+                  // another member leads; it keeps its followers' connections
 };
 
 inline std::string_view to_string(Fault f) noexcept {
@@ -24,12 +26,15 @@ inline std::string_view to_string(Fault f) noexcept {
       return "stop-leader";
     case Fault::kill_follower:
       return "kill-follower";
+    case Fault::cut_etcd:
+      return "cut-etcd";
   }
   return "?";
 }
 
 inline std::span<const Fault> enum_values(Fault) noexcept {
-  static constexpr std::array kAll = {Fault::kill_leader, Fault::stop_leader, Fault::kill_follower};
+  static constexpr std::array kAll = {Fault::kill_leader, Fault::stop_leader, Fault::kill_follower,
+                                      Fault::cut_etcd};
   return kAll;
 }
 

@@ -19,7 +19,7 @@ if(NOT TARGET rdmarepl_kvharness)
   endif()
   # Failover runs (failover_run.h) need rdmarepl::failover (libcurl and nlohmann-json).
   if(TARGET rdmarepl::failover)
-    target_sources(rdmarepl_kvharness PRIVATE ${_kv}/failover_group.cc ${_kv}/failover_member.cc ${_kv}/failover_run.cc ${_kv}/plain_member.cc)
+    target_sources(rdmarepl_kvharness PRIVATE ${_kv}/failover_group.cc ${_kv}/failover_member.cc ${_kv}/failover_run.cc ${_kv}/plain_member.cc ${_kv}/tcp_proxy.cc)
     find_package(CURL REQUIRED)  # etcd's /metrics (failover_group.h)
     target_link_libraries(rdmarepl_kvharness PUBLIC rdmarepl::failover PRIVATE CURL::libcurl)
     target_compile_definitions(rdmarepl_kvharness PUBLIC RDMAREPL_KV_FAILOVER=1)
