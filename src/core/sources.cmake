@@ -2,4 +2,5 @@ list(APPEND RDMAREPL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/error.cc
   ${CMAKE_CURRENT_LIST_DIR}/crc32c.cc
   ${CMAKE_CURRENT_LIST_DIR}/log.cc
+  ${CMAKE_CURRENT_LIST_DIR}/repeat_limiter.cc
   ${CMAKE_CURRENT_LIST_DIR}/thread_name.cc)

@@ -78,9 +78,10 @@ class ServerImpl final : public ReadServerCore {
     while (!stop_.load(std::memory_order_relaxed)) {
       auto conn = listener_->accept(co, kAcceptSlice);
       if (!conn.ok()) {
-        if (conn.error().code() != make_error_code(Errc::timeout))
-          log::warn("reads: refused a client on {}: {}", endpoint_.to_string(),
-                    conn.error().message());
+        // A refused client was logged by the listener (rate-limited per address).
+        if (transport::options_refused(conn.error()))
+          log::error("reads: cannot accept clients on {}: {}", endpoint_.to_string(),
+                     conn.error().message());
         continue;
       }
       admit(std::move(*conn));

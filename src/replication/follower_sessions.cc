@@ -154,9 +154,11 @@ void FollowerSessions::accept_worker(bool first) noexcept {
     co.app_data = encode(hello);
     auto conn = listener_->accept(co, std::chrono::milliseconds(100));
     if (!conn.ok()) {
-      if (!conn.error().is(Errc::timeout))
-        log::warn("rdmarepl follower {}: refused a connection: {}", endpoint_.to_string(),
-                  conn.error().message());
+      // A refused peer was logged by the listener (rate-limited per address); what is left
+      // is our own options, refused before any peer.
+      if (transport::options_refused(conn.error()))
+        log::error("rdmarepl follower {}: cannot accept connections: {}", endpoint_.to_string(),
+                   conn.error().message());
       continue;
     }
     if (is_probe_hello((*conn)->peer().app_data)) {

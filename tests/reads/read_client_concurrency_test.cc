@@ -26,6 +26,7 @@ struct Callers {
   std::atomic<uint64_t> wrong{0};
   std::atomic<uint64_t> failed{0};
   std::atomic<uint64_t> keys{0};
+  std::atomic<uint64_t> done{0};  // gets returned
   std::string first_error;
   std::mutex mu;
 
@@ -54,6 +55,7 @@ struct Callers {
       }
       auto r = client.get(ask, c);
       keys += ask.size();
+      ++done;
       if (!r.ok()) {
         std::lock_guard lock(mu);
         if (first_error.empty()) first_error = r.error().message();
@@ -106,11 +108,14 @@ TEST_CASE("reads: a shared client fails over while many threads read", "[reads][
   auto client = ReadClient::connect(o);
   REQUIRE(client.ok());
   Callers callers;
+  // The replica closes once a quarter of the gets returned, so that most are still to
+  // come however fast the machine reads.
+  constexpr int kThreads = 6, kGets = 200;
   std::thread closer([&] {
-    std::this_thread::sleep_for(20ms);
+    while (callers.done < kThreads * kGets / 4) std::this_thread::yield();
     c.servers[0]->close();
   });
-  callers.run(**client, 6, 200, last);
+  callers.run(**client, kThreads, kGets, last);
   closer.join();
   INFO(callers.first_error);
   CHECK(callers.failed == 0);

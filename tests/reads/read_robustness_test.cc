@@ -229,7 +229,7 @@ TEST_CASE("reads: silent and garbage handshakes are closed, logged and counted",
   CHECK(test::eventually([&] { return c.servers[0]->stats().handshake_timeouts == 1; }));
   CHECK(test::eventually([&] { return c.servers[0]->stats().handshakes_refused == 1; }));
   CHECK(logs.contains("handshake with 127.0.0.1:", "timed out"));
-  CHECK(logs.contains("reads: refused a client", "not an rdmarepl peer"));
+  CHECK(logs.contains("refused a connection", "not an rdmarepl peer"));
   ::close(silent);
   ::close(garbage);
   // A real client is served throughout.

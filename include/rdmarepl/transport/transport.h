@@ -161,7 +161,10 @@ class Listener {
  public:
   virtual ~Listener() = default;
   // Waits for one peer and runs the handshake. A peer that fails the handshake (bad key,
-  // garbage) is refused and reported in the returned error; the listener stays usable.
+  // garbage) is refused, logged by the listener (at most one line per kind and address per
+  // second, with a count of those held back) and reported in the returned error; the
+  // listener stays usable. Options it cannot accept with fail before any peer
+  // (options_refused()).
   // Thread-safe on the TCP and verbs listeners (RDMA CM included): several threads may
   // accept at once, each running its own handshake; a peer that has sent nothing never
   // reaches one of them, and connections closed before a handshake (silent, over the
@@ -173,6 +176,12 @@ class Listener {
   // Whether several threads may call accept() at once (the TCP and verbs listeners).
   [[nodiscard]] virtual bool accepts_concurrently() const noexcept { return false; }
 };
+
+// Whether accept() or connect() refused its ConnectionOptions (before any peer was involved)
+// rather than a peer: a caller's mistake that repeats on every call.
+inline bool options_refused(const Error& e) noexcept {
+  return e.is(Errc::invalid_argument) || e.is(Errc::too_large);
+}
 
 // A transport instance: a protection domain plus a way to make connections.
 class Transport {

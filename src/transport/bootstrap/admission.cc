@@ -29,6 +29,34 @@ uint32_t per_address_limit(const ConnectionOptions& o) {
   return std::max<uint32_t>(1, o.max_handshakes / 4);
 }
 
+// The kind of a failed handshake for rate-limiting its log lines: its outcome and its
+// reason without the numbers in it (ports, counts, byte values), so that the same failure
+// repeated is one kind, and another reason from the same address is another.
+std::string reason_kind(std::string_view prefix, std::string_view why) {
+  static constexpr size_t kMaxKindBytes = 96;
+  std::string kind(prefix);
+  kind += ':';
+  for (const char c : why) {
+    if (kind.size() >= kMaxKindBytes) break;
+    if (c < '0' || c > '9') kind += c;
+  }
+  return kind;
+}
+
+std::string_view outcome_name(Admission::Outcome outcome) noexcept {
+  switch (outcome) {
+    case Admission::Outcome::ok:
+      return "ok";
+    case Admission::Outcome::timeout:
+      return "timeout";
+    case Admission::Outcome::failed:
+      return "failed";
+    case Admission::Outcome::declined:
+      return "declined";
+  }
+  return "?";
+}
+
 int64_t ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
 }
@@ -52,8 +80,15 @@ Result<Admitted> Admission::next(const ConnectionOptions& o, Deadline wait) {
       slice = std::min<Duration>(wait.remaining(), kPollSlice);
       const auto now = Clock::now();
       for (const Held& h : held_) {
-        // One handshake at a time per address: the others wait here, unpolled.
-        if (peers_[h.host].running != 0) continue;
+        // One handshake at a time per address, and none before a paced address's time:
+        // the others wait here, unpolled (woken in time for that).
+        const Record& r = peers_[h.host];
+        if (!may_start(r, now)) {
+          if (r.running == 0)
+            slice =
+                std::max<Duration>(Duration::zero(), std::min<Duration>(slice, r.not_before - now));
+          continue;
+        }
         const size_t first = fds.size();
         h.conn->watch(fds);
         watched.push_back(Watched{h.id, first, fds.size() - first});
@@ -63,10 +98,15 @@ Result<Admitted> Admission::next(const ConnectionOptions& o, Deadline wait) {
       closing.swap(closing_);
     }
     closing.clear();  // closed without the lock
+    flush_log();
     // Polled without the lock: other threads accept, expire and finish meanwhile.
     const int ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(slice).count());
     const int rc = ::poll(fds.data(), fds.size(), ms);
-    if (rc < 0 && errno != EINTR) return errno_error(errno, "poll() on a listener");
+    if (rc < 0 && errno != EINTR) {
+      Error e = errno_error(errno, "poll() on a listener");
+      warn("poll", "", e.message());
+      return e;
+    }
     std::lock_guard lock(mu_);
     for (const Watched& w : watched) {
       if (rc <= 0) break;
@@ -77,7 +117,9 @@ Result<Admitted> Admission::next(const ConnectionOptions& o, Deadline wait) {
       // peer spoke (or left: the handshake then reports it).
       auto it =
           std::find_if(held_.begin(), held_.end(), [&](const Held& h) { return h.id == w.id; });
-      if (it == held_.end() || peers_[it->host].running != 0 || !it->conn->spoke(polled)) continue;
+      if (it == held_.end() || !may_start(peers_[it->host], Clock::now()) ||
+          !it->conn->spoke(polled))
+        continue;
       Held h = std::move(*it);
       held_.erase(it);
       ++peers_[h.host].running;
@@ -95,12 +137,19 @@ void Admission::accept_all(std::unique_lock<std::mutex>& lock, const ConnectionO
     std::string host = host_of(a.address);
     const std::string why = refusal(host, o);
     if (!why.empty()) {
-      log::warn("rdmarepl listener {}: closed the connection from {} at once: {}", local_,
-                a.address, why);
+      warn("refused", host,
+           fmt::format("closed the connection from {} at once: {}", a.address, why));
       count(o.counters.refused);
       continue;  // a.conn closes here
     }
-    if (in_flight_ >= o.max_handshakes) evict_oldest(o);
+    if (in_flight_ >= o.max_handshakes / 2 && peers_[host].in_flight >= per_address_limit(o)) {
+      // At its share: its oldest held connection makes room (refusal() made sure it has one).
+      const auto it =
+          std::find_if(held_.begin(), held_.end(), [&](const Held& h) { return h.host == host; });
+      evict(static_cast<size_t>(it - held_.begin()), o);
+    } else if (in_flight_ >= o.max_handshakes) {
+      evict(0, o);
+    }
     Record& r = peers_[host];
     ++r.in_flight;  // its place is taken while it is readied (refusal() counts it)
     r.last_seen = Clock::now();
@@ -112,9 +161,10 @@ void Admission::accept_all(std::unique_lock<std::mutex>& lock, const ConnectionO
     lock.lock();
     Held h{std::move(a.conn), std::move(host), std::move(a.address), arrived, ++next_id_};
     if (!readied.ok()) {
-      log::warn("rdmarepl listener {}: closed the connection from {}: {}", local_, h.address,
-                readied.error().message());
+      warn(reason_kind("not readied", readied.error().message()), h.host,
+           fmt::format("closed the connection from {}: {}", h.address, readied.error().message()));
       count(o.counters.refused);
+      fail(peers_[h.host]);  // readying it cost work (an RDMA CM queue pair)
       drop(h);
       continue;
     }
@@ -125,18 +175,15 @@ void Admission::accept_all(std::unique_lock<std::mutex>& lock, const ConnectionO
 std::string Admission::refusal(const std::string& host, const ConnectionOptions& o) {
   if (peers_.size() >= kMaxTrackedAddresses) forget_idle();
   const Record& r = peers_[host];
-  const auto now = Clock::now();
-  if (r.backoff_until > now)
-    return fmt::format(
-        "its last {} handshakes failed; it is backing off for {} ms more (a successful "
-        "handshake ends that)",
-        r.failures, ms_between(now, r.backoff_until));
   // Full, with every connection in a running handshake (none silent to make room for it).
   if (in_flight_ >= o.max_handshakes && held_.empty())
     return fmt::format("{} connections are in their handshake (max_handshakes)", in_flight_);
   // Under pressure (half of max_handshakes in use) one address gets no more than a quarter;
-  // below that a burst from one host (many clients starting at once) is admitted.
-  if (in_flight_ >= o.max_handshakes / 2 && r.in_flight >= per_address_limit(o))
+  // below that a burst from one host (many clients starting at once) is admitted. At its
+  // share, a new connection replaces the address's oldest held one; only when none of its
+  // connections is held (all being readied or in their handshake) is the new one refused.
+  if (in_flight_ >= o.max_handshakes / 2 && r.in_flight >= per_address_limit(o) &&
+      std::none_of(held_.begin(), held_.end(), [&](const Held& h) { return h.host == host; }))
     return fmt::format(
         "{} of the {} connections in their handshake are from that address (at "
         "most {}, a quarter of max_handshakes, once half of it is in use)",
@@ -152,37 +199,41 @@ void Admission::expire(const ConnectionOptions& o) {
       ++i;
       continue;
     }
-    log::warn(
-        "rdmarepl listener {}: handshake with {} timed out: it sent nothing in {} ms "
-        "(connect_timeout); closing it",
-        local_, h.address, ms_between(h.arrived, now));
+    warn("silent", h.host,
+         fmt::format("handshake with {} timed out: it sent nothing in {} ms (connect_timeout); "
+                     "closing it",
+                     h.address, ms_between(h.arrived, now)));
     count(o.counters.timeouts);
     drop(h);
     held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(i));
   }
 }
 
-void Admission::evict_oldest(const ConnectionOptions& o) {
-  // The oldest connection whose peer has said nothing: the least likely to be a real one.
-  Held& h = held_.front();
-  log::warn(
-      "rdmarepl listener {}: closed the connection from {}: it sent nothing in {} ms and "
-      "{} connections are in their handshake (max_handshakes); a newer one takes its place",
-      local_, h.address, ms_between(h.arrived, Clock::now()), in_flight_);
+void Admission::evict(size_t i, const ConnectionOptions& o) {
+  // A held connection whose peer has said nothing (or waits its turn): a real peer speaks
+  // at once and is handed over within milliseconds.
+  Held& h = held_[i];
+  warn("evicted", h.host,
+       fmt::format("closed the connection from {}: it sent nothing in {} ms and {} connections "
+                   "are in their handshake ({}); a newer one takes its place",
+                   h.address, ms_between(h.arrived, Clock::now()), in_flight_,
+                   in_flight_ >= o.max_handshakes ? "max_handshakes"
+                                                  : "its address's share of max_handshakes"));
   count(o.counters.refused);
   drop(h);
-  held_.erase(held_.begin());
+  held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(i));
 }
 
 void Admission::drop(Held& h) {
   Record& r = peers_[h.host];
   --r.in_flight;
   --in_flight_;
-  fail(r);
+  r.last_seen = Clock::now();
   if (h.conn) closing_.push_back(std::move(h.conn));
 }
 
-void Admission::finished(const std::string& host, Outcome outcome, const ConnectionOptions& o) {
+void Admission::finished(const std::string& host, Outcome outcome, const ConnectionOptions& o,
+                         std::string_view why) {
   std::lock_guard lock(mu_);
   Record& r = peers_[host];
   --r.running;
@@ -191,10 +242,11 @@ void Admission::finished(const std::string& host, Outcome outcome, const Connect
   r.last_seen = Clock::now();
   if (outcome == Outcome::ok) {
     r.failures = 0;
-    r.backoff_until = {};
+    r.not_before = {};
     return;
   }
   count(outcome == Outcome::timeout ? o.counters.timeouts : o.counters.refused);
+  warn(reason_kind(outcome_name(outcome), why), host, fmt::format("refused a connection: {}", why));
   if (outcome != Outcome::declined) fail(r);
 }
 
@@ -213,10 +265,34 @@ ConnectionOptions declining(const ConnectionOptions& o, bool& declined) {
 
 void Admission::fail(Record& r) {
   ++r.failures;
-  if (r.failures < kFailuresBeforeBackoff) return;
-  const uint32_t doublings = std::min<uint32_t>(r.failures - kFailuresBeforeBackoff, 6);
-  const auto d = std::min<Duration>(kFirstBackoff * (1u << doublings), kMaxBackoff);
-  r.backoff_until = Clock::now() + std::chrono::duration_cast<Clock::duration>(d);
+  if (r.failures >= kFailuresBeforePacing)
+    r.not_before = Clock::now() + std::chrono::duration_cast<Clock::duration>(kFailedPace);
+}
+
+void Admission::warn(std::string_view kind, const std::string& host, const std::string& line) {
+  uint64_t held_back = 0;
+  if (!log_limiter_.admit(fmt::format("{}|{}", kind, host), held_back)) return;
+  log::warn("rdmarepl listener {}: {}{}", local_, line,
+            held_back_note(held_back, log_limiter_.interval()));
+}
+
+void Admission::flush_log() {
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(log_limiter_.interval()).count();
+  for (const auto& [key, n] : log_limiter_.flush()) {
+    const auto bar = key.rfind('|');
+    if (bar == std::string::npos) {
+      log::warn(
+          "rdmarepl listener {}: {} more lines about connections from other addresses "
+          "held back in the last {} ms (too many addresses at once)",
+          local_, n, ms);
+    } else {
+      const std::string host = key.substr(bar + 1);
+      const std::string kind = key.substr(0, std::min(key.find(':'), bar));
+      log::warn("rdmarepl listener {}: {} more lines about {} ({}) held back in the last {} ms",
+                local_, n, host.empty() ? "this listener" : "connections from " + host, kind, ms);
+    }
+  }
 }
 
 void Admission::forget_idle() {
@@ -226,9 +302,9 @@ void Admission::forget_idle() {
     return r.in_flight == 0 && now - r.last_seen > kForgetAfter;
   });
   if (peers_.size() < kMaxTrackedAddresses) return;
-  // Still full: forget the addresses with nothing in flight and no backoff running.
+  // Still full: forget the addresses with nothing in flight and no pacing running.
   std::erase_if(peers_, [&](const auto& kv) {
-    return kv.second.in_flight == 0 && kv.second.backoff_until <= now;
+    return kv.second.in_flight == 0 && kv.second.not_before <= now;
   });
 }
 

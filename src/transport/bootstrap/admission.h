@@ -8,16 +8,21 @@
 //   - at most max_handshakes connections held or in their handshake at once: when full, a
 //     new connection takes the place of the oldest held one (silent the longest), which is
 //     closed; once half of max_handshakes is in use, at most a quarter of it (at least 1)
-//     from one address; one handshake running per address: excess connections are closed
-//     at once;
-//   - an address whose last kFailuresBeforeBackoff handshakes failed (timed out, or refused
-//     by the handshake) is backing off: its connections are closed at once for 1 s, doubling
-//     with every further failure up to 60 s; a successful handshake ends it. A peer that
-//     completed the handshake up to its Hello and was then declined by the layer above
-//     (ConnectionOptions::check_peer) did not fail: that is a decision about that peer, and
-//     counting it would lock out other peers at the same address (a deposed leader retrying
-//     beside the leader that replaced it on the same host).
-// Every connection closed here is logged with the peer's address and counted.
+//     from one address: a new connection from an address at that limit takes the place of
+//     that address's oldest held one; one handshake running per address, the others held;
+//   - an address whose last kFailuresBeforePacing handshakes failed (refused by the
+//     handshake, timed out after the peer spoke, or not readied to be held) is paced: its
+//     next handshake starts no sooner than kFailedPace after its last failure; its
+//     connections wait, held, meanwhile. Nothing is closed for its address's past: a peer
+//     that fails cannot shut out the other peers at that address (a real leader behind
+//     the same NAT, proxy or host); it can only slow its own attempts down to one per
+//     kFailedPace. A peer that completed the handshake up to its Hello and was then
+//     declined by the layer above (ConnectionOptions::check_peer) did not fail: that is a
+//     decision about that peer. Connections closed while silent (at their deadline, to
+//     make room) cost nothing but a descriptor and are not failures either.
+// Every connection closed here, and every handshake that failed, is logged with the peer's
+// address (at most one line per kind and address per second, with a count of those held
+// back: core/repeat_limiter.h) and counted.
 //
 // What a connection is depends on the listener: Admission sees it through Pending (one
 // arrived connection) and Arrivals (where they arrive), both pollable.
@@ -35,15 +40,15 @@
 #include <utility>
 #include <vector>
 
+#include "core/repeat_limiter.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/result.h"
 #include "rdmarepl/transport/transport.h"
 
 namespace rdmarepl::transport::bootstrap {
 
-inline constexpr uint32_t kFailuresBeforeBackoff = 3;
-inline constexpr std::chrono::seconds kFirstBackoff{1};
-inline constexpr std::chrono::seconds kMaxBackoff{60};
+inline constexpr uint32_t kFailuresBeforePacing = 3;
+inline constexpr std::chrono::milliseconds kFailedPace{50};
 inline constexpr size_t kMaxTrackedAddresses = 4096;
 
 // One arrived connection, from its arrival until it is handed to a handshake thread.
@@ -100,8 +105,10 @@ class Admission {
   // lock is not held while polling.
   // Errc::timeout when none came.
   Result<Admitted> next(const ConnectionOptions& o, Deadline wait);
-  // The handshake of a connection from `host` that next() returned has ended.
-  void finished(const std::string& host, Outcome outcome, const ConnectionOptions& o);
+  // The handshake of a connection from `host` that next() returned has ended; `why`: the
+  // handshake's error (logged, rate-limited), unless it succeeded.
+  void finished(const std::string& host, Outcome outcome, const ConnectionOptions& o,
+                std::string_view why = {});
   // A listener's accept(): waits up to `timeout` for a peer that spoke (next()), runs
   // `handshake(admitted, options)` on it with options whose check_peer notes a refusal
   // (declining()), and reports how it ended (finished()). Returns what the handshake did.
@@ -118,10 +125,11 @@ class Admission {
     uint64_t id = 0;  // tells a held connection from a later one in the same place
   };
   struct Record {
-    uint32_t in_flight = 0;  // held, being readied to be held, or in their handshake
-    uint32_t running = 0;    // in their handshake
-    uint32_t failures = 0;   // consecutive
-    Clock::time_point backoff_until{};
+    uint32_t in_flight = 0;          // held, being readied to be held, or in their handshake
+    uint32_t running = 0;            // in their handshake
+    uint32_t failures = 0;           // consecutive
+    Clock::time_point not_before{};  // paced: no handshake starts before
+
     Clock::time_point last_seen{};
   };
   // Which pollfds of one next() round belong to which held connection.
@@ -136,16 +144,24 @@ class Admission {
   void accept_all(std::unique_lock<std::mutex>& lock, const ConnectionOptions& o);
   // Why a new connection from `host` is closed at once (empty: admitted). Caller holds mu_.
   std::string refusal(const std::string& host, const ConnectionOptions& o);
+  // Whether a held connection from `r`'s address may start its handshake now.
+  static bool may_start(const Record& r, Clock::time_point now) noexcept {
+    return r.running == 0 && r.not_before <= now;
+  }
   // Closes held connections past their deadline. Caller holds mu_.
   void expire(const ConnectionOptions& o);
-  // Closes the oldest held connection to make room for a new one. Caller holds mu_.
-  void evict_oldest(const ConnectionOptions& o);
-  // Releases the place of `h` (taken out of held_), counts a failure of its address and
-  // queues it for closing. Caller holds mu_.
+  // Closes the held connection at `i` to make room for a new one. Caller holds mu_.
+  void evict(size_t i, const ConnectionOptions& o);
+  // Releases the place of `h` (taken out of held_) and queues it for closing. Caller holds
+  // mu_.
   void drop(Held& h);
-  // One more failure of `r` (starts or extends its backoff). Caller holds mu_.
+  // One more failure of `r` (paces it from the third in a row). Caller holds mu_.
   void fail(Record& r);
   void forget_idle();  // bounds peers_; caller holds mu_
+  // A log line of `kind` about `host`, rate-limited per kind and host.
+  void warn(std::string_view kind, const std::string& host, const std::string& line);
+  // Reports the lines that warn() held back in intervals that ended.
+  void flush_log();
 
   std::mutex mu_;
   std::unique_ptr<Arrivals> arrivals_;
@@ -155,6 +171,7 @@ class Admission {
   // CM connection destroys a queue pair and its queues).
   std::vector<std::unique_ptr<Pending>> closing_;
   std::unordered_map<std::string, Record> peers_;
+  RepeatLimiter log_limiter_;
   uint32_t in_flight_ = 0;
   uint64_t next_id_ = 0;
 };
@@ -180,7 +197,7 @@ auto Admission::accept_one(const ConnectionOptions& o, std::chrono::milliseconds
   if (!peer) return R(std::move(peer).error());
   bool declined = false;
   R conn = handshake(*peer, declining(o, declined));
-  finished(peer->host, outcome_of(conn, declined), o);
+  finished(peer->host, outcome_of(conn, declined), o, conn.ok() ? "" : conn.error().message());
   return conn;
 }
 

@@ -165,32 +165,81 @@ TEST_CASE("admission: a connection is held until it says its peer spoke, then ha
   CHECK(rig.refused == 0);
 }
 
-TEST_CASE("admission: connections that cannot be held are closed, counted and back off",
+TEST_CASE("admission: connections that cannot be held are closed, counted and pace their address",
           "[transport][admission]") {
   Rig rig;
+  rig.o.connect_timeout = 10s;
   FakePeer speaks, other;
   const Status broken = Error(Errc::protocol_error, "not one of ours");
-  for (uint32_t i = 0; i < kFailuresBeforeBackoff; ++i)
+  for (uint32_t i = 0; i < kFailuresBeforePacing; ++i)
     rig.arrivals->arrive(std::make_unique<FakeConn>(rig.journal, speaks, other, broken),
                          "10.0.0.2:" + std::to_string(6000 + i));
   auto r = rig.admission->next(rig.o, Deadline::after(50ms));
   REQUIRE_FALSE(r.ok());
-  CHECK(rig.journal.held == static_cast<int>(kFailuresBeforeBackoff));
-  CHECK(rig.journal.destroyed == static_cast<int>(kFailuresBeforeBackoff));
-  CHECK(rig.refused == kFailuresBeforeBackoff);
-  // The address backs off: its next connection is closed without being readied.
-  rig.arrivals->arrive(std::make_unique<FakeConn>(rig.journal, speaks, other), "10.0.0.2:6100");
-  // Another address is not affected.
+  CHECK(rig.journal.held == static_cast<int>(kFailuresBeforePacing));
+  CHECK(rig.journal.destroyed == static_cast<int>(kFailuresBeforePacing));
+  CHECK(rig.refused == kFailuresBeforePacing);
+  // The address is paced, not shut out: its next connection, whose peer spoke at once, is
+  // held and handed over kFailedPace after the last failure at the earliest.
   FakePeer speaks2, other2;
   speaks2.wake();
-  rig.arrivals->arrive(std::make_unique<FakeConn>(rig.journal, speaks2, other2), "10.0.0.3:7000");
+  const auto t0 = Clock::now();
+  rig.arrivals->arrive(std::make_unique<FakeConn>(rig.journal, speaks2, other2), "10.0.0.2:6100");
+  r = rig.admission->next(rig.o, Deadline::after(2s));
+  REQUIRE(r.ok());
+  CHECK(r->host == "10.0.0.2");
+  CHECK(Clock::now() - t0 <= 2s);
+  CHECK(rig.journal.destroyed == static_cast<int>(kFailuresBeforePacing));
+  rig.admission->finished(r->host, Admission::Outcome::ok, rig.o);
+  // A success ends the pacing; another address was never affected.
+  FakePeer speaks3, other3;
+  speaks3.wake();
+  rig.arrivals->arrive(std::make_unique<FakeConn>(rig.journal, speaks3, other3), "10.0.0.3:7000");
   r = rig.admission->next(rig.o, Deadline::after(1s));
   REQUIRE(r.ok());
   CHECK(r->host == "10.0.0.3");
-  CHECK(rig.journal.held == static_cast<int>(kFailuresBeforeBackoff) + 1);
-  CHECK(rig.journal.destroyed == static_cast<int>(kFailuresBeforeBackoff) + 1);
-  CHECK(rig.refused == kFailuresBeforeBackoff + 1);
   rig.admission->finished(r->host, Admission::Outcome::ok, rig.o);
+  CHECK(rig.refused == kFailuresBeforePacing);
+}
+
+TEST_CASE("admission: failed handshakes pace their address without closing its connections",
+          "[transport][admission]") {
+  // A peer that keeps failing (a wrong key) and a real one behind the same address: the
+  // real one waits at most for the pace, is never closed, and gets its handshake.
+  Rig rig;
+  rig.o.connect_timeout = 10s;
+  std::vector<std::unique_ptr<FakePeer>> peers;
+  auto spoken = [&](const std::string& address) {
+    peers.push_back(std::make_unique<FakePeer>());
+    const FakePeer& p = *peers.back();
+    p.wake();
+    rig.arrivals->arrive(std::make_unique<FakeConn>(rig.journal, p, p), address);
+  };
+  for (int i = 0; i < 6; ++i) {
+    spoken("10.0.5.1:" + std::to_string(100 + i));
+    auto r = rig.admission->next(rig.o, Deadline::after(2s));
+    REQUIRE(r.ok());
+    rig.admission->finished(r->host, Admission::Outcome::failed, rig.o, "wrong key");
+  }
+  // Two arrive together: the failing peer's and the real one's. Both are handed over in
+  // turn, one pace apart at least; neither is closed.
+  spoken("10.0.5.1:200");
+  spoken("10.0.5.1:201");
+  const int destroyed = rig.journal.destroyed;
+  const auto t0 = Clock::now();
+  auto a = rig.admission->next(rig.o, Deadline::after(2s));
+  REQUIRE(a.ok());
+  rig.admission->finished(a->host, Admission::Outcome::failed, rig.o, "wrong key");
+  auto b = rig.admission->next(rig.o, Deadline::after(2s));
+  REQUIRE(b.ok());
+  const auto waited = Clock::now() - t0;
+  CHECK(waited >= kFailedPace);
+  CHECK(waited < 2s);
+  rig.admission->finished(b->host, Admission::Outcome::ok, rig.o);
+  a->conn.reset();
+  b->conn.reset();
+  CHECK(rig.journal.destroyed == destroyed + 2);  // the two handed over, by us
+  CHECK(rig.refused == 7);                        // the failed handshakes
 }
 
 TEST_CASE("admission: held connections close at their deadline, and one address gets a quarter",
@@ -205,19 +254,30 @@ TEST_CASE("admission: held connections close at their deadline, and one address 
     rig.arrivals->arrive(std::make_unique<FakeConn>(rig.journal, p, p), address);
   };
   for (int i = 0; i < 4; ++i) silent("10.0.0.4:" + std::to_string(100 + i));
-  silent("10.0.0.4:200");  // a fifth: half is in use, that address has four
+  // A fifth: half is in use and that address has more than its share (two, once four are
+  // in use); it takes the place of that address's oldest.
+  silent("10.0.0.4:200");
   auto r = rig.admission->next(rig.o, Deadline::after(50ms));
   REQUIRE_FALSE(r.ok());
   CHECK(rig.refused == 1);
-  CHECK(rig.journal.held == 4);
+  CHECK(rig.journal.held == 5);
   CHECK(rig.journal.destroyed == 1);
-  // The four time out at their deadline, while next() is being called; each is closed.
+  // The four held time out at their deadline, while next() is being called; each is
+  // closed.
   r = rig.admission->next(rig.o, Deadline::after(600ms));
   REQUIRE_FALSE(r.ok());
   CHECK(rig.timeouts == 4);
   // Closed after the lock was released, by this or the next call.
   (void)rig.admission->next(rig.o, Deadline::after(1ms));
   CHECK(rig.journal.destroyed == 5);
+  // The address is not shut out: a peer of it that speaks is handed over.
+  peers.push_back(std::make_unique<FakePeer>());
+  peers.back()->wake();
+  rig.arrivals->arrive(std::make_unique<FakeConn>(rig.journal, *peers.back(), *peers.back()),
+                       "10.0.0.4:300");
+  r = rig.admission->next(rig.o, Deadline::after(1s));
+  REQUIRE(r.ok());
+  rig.admission->finished(r->host, Admission::Outcome::ok, rig.o);
 }
 
 TEST_CASE("admission: a full admission evicts the oldest silent connection",
