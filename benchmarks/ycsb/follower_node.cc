@@ -34,6 +34,7 @@ int run_follower(const RunOptions& o, const FollowerRole& role) {
   so.transport = o.transport;
   so.listen = {role.listen, role.read_port};
   so.pre_shared_key = o.pre_shared_key;
+  so.allow_unauthenticated = fo.allow_unauthenticated;
   so.node_id = "rdmarepl-ycsb-follower";
   so.connect_timeout = kRemoteConnectTimeout;
   auto server = Server::create(so, store, **channel);

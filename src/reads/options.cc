@@ -3,6 +3,7 @@
 
 #include "rdmarepl/reads/options.h"
 #include "read_format.h"
+#include "replication/listen_policy.h"
 
 namespace rdmarepl::reads {
 namespace {
@@ -31,6 +32,14 @@ Status ReadServerOptions::validate() const {
     return Error(Errc::invalid_argument,
                  fmt::format("ReadServerOptions::connect_timeout is {} ms; use 1 ms or more",
                              connect_timeout.count()));
+  if (!allow_unauthenticated && replication::detail::open_to_network(listen.host, pre_shared_key))
+    return Error(Errc::invalid_argument,
+                 fmt::format("ReadServerOptions::listen = \"{}\" is not a loopback address and "
+                             "pre_shared_key is empty: anyone who can reach port {} could read "
+                             "the whole store. Set pre_shared_key (the channel's), or set "
+                             "allow_unauthenticated = true if every host that can reach the port "
+                             "is trusted",
+                             listen.host, listen.port));
   return ok_status();
 }
 

@@ -11,6 +11,7 @@
 #include "rdmarepl/core/log.h"
 #include "rdmarepl/reads/read_server.h"
 #include "read_format.h"
+#include "replication/listen_policy.h"
 #include "replication/transport_select.h"
 #include "server_connection.h"
 
@@ -192,6 +193,11 @@ Result<std::unique_ptr<ReadServerCore>> ReadServerCore::create(const ReadServerO
                  fmt::format("read server: cannot listen on {}: {}", options.listen.to_string(),
                              listener.error().message()));
   }
+  if (replication::detail::open_to_network(options.listen.host, options.pre_shared_key))
+    log::warn(
+        "reads: serving on {} without a pre_shared_key (allow_unauthenticated): any host that "
+        "reaches this port can read the whole store",
+        (*listener)->local_endpoint().to_string());
   return std::unique_ptr<ReadServerCore>(
       new ServerImpl(options, hooks, std::move(*transport), std::move(*listener)));
 }

@@ -155,3 +155,24 @@ TEST_CASE("reads: a client with nothing to connect to is refused with the reason
   REQUIRE_FALSE(c.ok());
   CHECK(c.error().message().find("127.0.0.1:1") != std::string::npos);
 }
+
+TEST_CASE("reads: a server without a key beyond loopback needs allow_unauthenticated", "[reads]") {
+  ReadServerOptions o;
+  o.listen = {"0.0.0.0", 0};
+  auto st = o.validate();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().is(Errc::invalid_argument));
+  CHECK_THAT(st.error().message(), Catch::Contains("could read the whole store") &&
+                                       Catch::Contains("allow_unauthenticated"));
+  o.pre_shared_key = "k";
+  CHECK(o.validate().ok());
+  o.pre_shared_key.clear();
+  o.allow_unauthenticated = true;
+  CHECK(o.validate().ok());
+  o.allow_unauthenticated = false;
+  for (const char* host : {"127.0.0.1", "127.0.0.2", "localhost", "::1"}) {
+    o.listen.host = host;
+    INFO(host);
+    CHECK(o.validate().ok());
+  }
+}

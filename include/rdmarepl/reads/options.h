@@ -18,8 +18,11 @@ struct ReadServerOptions {
   transport::TransportKind transport = transport::TransportKind::tcp;
   std::string node_id = "rdmarepl-reads";
   std::string pre_shared_key;  // empty: clients are not authenticated
-  bool leader = false;         // this server answers Consistency::leader reads
-  uint32_t queue_depth = 16;   // requests one client connection may have in flight
+  // Without a key, validate() refuses a listen address beyond loopback (anyone who reached
+  // the port could read the whole store) unless this is set; the server then warns.
+  bool allow_unauthenticated = false;
+  bool leader = false;        // this server answers Consistency::leader reads
+  uint32_t queue_depth = 16;  // requests one client connection may have in flight
   uint32_t max_request_bytes = 64 * 1024;
   uint32_t max_response_bytes = 256 * 1024;
   uint32_t max_connections = 64;
