@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/repeat_limiter.h"
 #include "core/thread_name.h"
 #include "rdmarepl/core/clock.h"
 #include "rdmarepl/core/log.h"
@@ -24,6 +25,9 @@ constexpr auto kAcceptSlice = std::chrono::milliseconds(100);
 // readable. It does not spin: on a small machine a spinning server takes the CPU its
 // clients need, and a poll(2) that finds requests waiting returns at once.
 constexpr auto kIdleWait = std::chrono::milliseconds(1);
+// When every client slot is taken, a client that sent no request for this long makes room
+// for a new one.
+constexpr auto kEvictAfterIdle = std::chrono::milliseconds(1000);
 // How often parked at_least reads look at the applied seq again.
 constexpr auto kParkedNap = std::chrono::microseconds(20);
 
@@ -98,9 +102,16 @@ class ServerImpl final : public ReadServerCore {
       conn->close();
       return;
     }
-    if (connections_.load() >= options_.max_connections) {
-      log::warn("reads: refused client {}: already {} clients (ReadServerOptions::max_connections)",
-                who, options_.max_connections);
+    // Full: a client idle for kEvictAfterIdle makes room (the serving thread closes the one
+    // idle the longest); with none, the new client is refused.
+    if (connections_.load() >= options_.max_connections && evictable_.load() == 0) {
+      uint64_t held_back = 0;
+      if (log_limiter_.admit("full", held_back))
+        log::warn(
+            "reads: refused client {}: already {} clients (ReadServerOptions::max_connections), "
+            "each with a request in the last {} ms{}",
+            who, options_.max_connections, kEvictAfterIdle.count(),
+            held_back_note(held_back, log_limiter_.interval()));
       conn->close();
       return;
     }
@@ -126,7 +137,9 @@ class ServerImpl final : public ReadServerCore {
         incoming_.clear();
       }
       const uint64_t now = mono_ns();
+      while (live.size() > options_.max_connections) evict(live, now);
       size_t work = 0;
+      uint32_t evictable = 0;
       for (size_t i = 0; i < live.size();) {
         bool alive = true;
         work += live[i]->serve(now, c, alive);
@@ -136,8 +149,10 @@ class ServerImpl final : public ReadServerCore {
           connections_.fetch_sub(1);
           continue;
         }
+        if (idle_long(*live[i], now)) ++evictable;
         ++i;
       }
+      evictable_.store(evictable, std::memory_order_relaxed);
       requests_.store(c.requests, std::memory_order_relaxed);
       keys_.store(c.keys, std::memory_order_relaxed);
       bad_.store(c.bad_requests, std::memory_order_relaxed);
@@ -160,6 +175,38 @@ class ServerImpl final : public ReadServerCore {
     for (auto& s : live) s->connection().close();
   }
 
+  // Whether `c` sent no request for kEvictAfterIdle and waits for nothing.
+  static bool idle_long(const ServerConnection& c, uint64_t now) noexcept {
+    return !c.has_parked() &&
+           now - c.last_request_ns() >=
+               static_cast<uint64_t>(std::chrono::nanoseconds(kEvictAfterIdle).count());
+  }
+  // One connection over max_connections: the one idle the longest goes if it is idle long,
+  // else the newest (the client just admitted) is refused.
+  void evict(std::vector<std::unique_ptr<ServerConnection>>& live, uint64_t now) {
+    size_t victim = live.size() - 1;
+    for (size_t i = 0; i < live.size(); ++i)
+      if (idle_long(*live[i], now) &&
+          (!idle_long(*live[victim], now) ||
+           live[i]->last_request_ns() < live[victim]->last_request_ns()))
+        victim = i;
+    uint64_t held_back = 0;
+    if (log_limiter_.admit("evicted", held_back))
+      log::warn(
+          "reads: closed the connection of {}: {} clients are connected "
+          "(ReadServerOptions::max_connections) and {}{}",
+          live[victim]->peer_name(), options_.max_connections,
+          idle_long(*live[victim], now)
+              ? fmt::format("it sent no request for {} ms; a new client takes its place",
+                            (now - live[victim]->last_request_ns()) / 1'000'000)
+              : std::string("every other client sent a request within the last second"),
+          held_back_note(held_back, log_limiter_.interval()));
+    live[victim]->connection().close();
+    live[victim] = std::move(live.back());
+    live.pop_back();
+    connections_.fetch_sub(1);
+  }
+
   ReadServerOptions options_;
   ReadHooks hooks_;
   std::unique_ptr<transport::Transport> transport_;
@@ -170,6 +217,8 @@ class ServerImpl final : public ReadServerCore {
   std::mutex mu_;
   std::vector<std::unique_ptr<ServerConnection>> incoming_;
   std::atomic<uint64_t> connections_{0};
+  std::atomic<uint32_t> evictable_{0};  // live connections idle_long(), as last counted
+  RepeatLimiter log_limiter_;
   std::atomic<uint64_t> requests_{0};
   std::atomic<uint64_t> keys_{0};
   std::atomic<uint64_t> bad_{0};

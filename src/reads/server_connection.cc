@@ -26,7 +26,8 @@ ServerConnection::ServerConnection(std::unique_ptr<transport::Connection> conn,
       rx_(size_t{options.queue_depth} * options.max_request_bytes),
       tx_(size_t{options.queue_depth} * options.max_response_bytes),
       rx_bytes_(options.queue_depth, 0),
-      keys_(kMaxKeysPerRequest) {
+      keys_(kMaxKeysPerRequest),
+      last_request_ns_(mono_ns()) {
   free_tx_.reserve(options.queue_depth);
   for (uint32_t i = 0; i < options.queue_depth; ++i)
     free_tx_.push_back(options.queue_depth - 1 - i);
@@ -140,6 +141,7 @@ size_t ServerConnection::serve(uint64_t now_ns, ServeCounters& counters, bool& a
 
 void ServerConnection::on_request(uint32_t slot, uint32_t bytes, uint64_t now_ns,
                                   ServeCounters& c) noexcept {
+  last_request_ns_ = now_ns;
   rx_bytes_[slot] = bytes;
   std::span<const uint8_t> msg(rx_.data() + size_t{slot} * options_.max_request_bytes, bytes);
   RequestHeader h;

@@ -23,6 +23,20 @@ struct ServeCounters {
   uint64_t behind = 0;
 };
 
+// Buffer bytes left uninitialised, so that the pages are not resident until used: an idle
+// connection costs a few pages, not queue_depth x (max_request_bytes + max_response_bytes)
+// (on TCP; a verbs registration pins them all).
+class UntouchedBytes {
+ public:
+  explicit UntouchedBytes(size_t n) : bytes_(new uint8_t[n]), size_(n) {}
+  [[nodiscard]] uint8_t* data() noexcept { return bytes_.get(); }
+  [[nodiscard]] size_t size() const noexcept { return size_; }
+
+ private:
+  std::unique_ptr<uint8_t[]> bytes_;
+  size_t size_;
+};
+
 class ServerConnection {
  public:
   // Registers the buffers, posts the receives and sends the "ready" message.
@@ -37,6 +51,8 @@ class ServerConnection {
   [[nodiscard]] transport::Connection& connection() noexcept { return *conn_; }
   // at_least requests waiting for the replica to apply their ticket.
   [[nodiscard]] bool has_parked() const noexcept { return !parked_.empty(); }
+  // When the last request arrived (or the connection was set up, before any).
+  [[nodiscard]] uint64_t last_request_ns() const noexcept { return last_request_ns_; }
 
  private:
   struct Parked {
@@ -65,8 +81,8 @@ class ServerConnection {
   ReadServerOptions options_;
   ReadHooks hooks_;
   std::string peer_name_;
-  std::vector<uint8_t> rx_;  // queue_depth request slots
-  std::vector<uint8_t> tx_;  // queue_depth response slots
+  UntouchedBytes rx_;  // queue_depth request slots
+  UntouchedBytes tx_;  // queue_depth response slots
   std::unique_ptr<transport::MemoryRegion> rx_mr_;
   std::unique_ptr<transport::MemoryRegion> tx_mr_;
   std::vector<uint32_t> rx_bytes_;  // length of the request in each receive slot
@@ -75,6 +91,7 @@ class ServerConnection {
   std::vector<Parked> parked_;
   std::vector<std::string_view> keys_;
   std::string value_;  // get()'s output, reused
+  uint64_t last_request_ns_;
   bool failed_ = false;
 };
 

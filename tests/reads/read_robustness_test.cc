@@ -238,3 +238,67 @@ TEST_CASE("reads: silent and garbage handshakes are closed, logged and counted",
   CHECK(r->value == "A");
   CHECK(c.servers[0]->stats().handshakes_refused == 1);
 }
+
+namespace {
+
+// Resident bytes of this process (server and clients alike).
+uint64_t resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  unsigned long size = 0, resident = 0;
+  if (f != nullptr) {
+    if (std::fscanf(f, "%lu %lu", &size, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return uint64_t{resident} * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
+TEST_CASE("reads: 70 clients that never ask keep no real client out and cost little memory",
+          "[reads][robustness]") {
+  test::LogCapture logs;
+  ReadCluster c(1);
+  REQUIRE(c.leader->wait(c.write("a", "A"), 10s).ok());
+  REQUIRE(c.client()->get("a").ok());  // warmed up: the server's first client came and went
+  REQUIRE(test::eventually([&] { return c.servers[0]->stats().connections == 0; }));
+  const uint64_t before = resident_bytes();
+  // 70 clients finish their handshake and then never send a request: 64 take every slot
+  // (ReadServerOptions::max_connections), the others are refused while none has been idle
+  // for a second.
+  tcp::TcpTransport transport;
+  ConnectionOptions co;
+  co.node_id = "idle";
+  co.app_data.resize(kHelloBytes);
+  encode_hello(Hello{kClientHelloMagic, false, 16, 0, 0},
+               reinterpret_cast<uint8_t*>(co.app_data.data()));
+  std::vector<std::unique_ptr<Connection>> idle;
+  for (int i = 0; i < 70; ++i) {
+    auto conn = transport.connect(c.servers[0]->local_endpoint(), co);
+    REQUIRE(conn.ok());
+    idle.push_back(std::move(*conn));
+  }
+  REQUIRE(test::eventually([&] { return c.servers[0]->stats().connections == 64; }));
+  const uint64_t grown = resident_bytes() - std::min(before, resident_bytes());
+  // Each connection's request and response slots (16 x (64 KiB + 256 KiB), 5 MiB) are
+  // resident only once used: 64 idle connections cost well under 1 MiB each.
+  INFO("resident memory grew by " << grown / 1024 << " KiB for 64 idle connections");
+  CHECK(grown < 64 * (1u << 20) / 2);
+  // Once they have been idle for a second, a real client takes the place of the one idle
+  // the longest.
+  std::this_thread::sleep_for(1100ms);
+  bool served = false;
+  const Deadline d = Deadline::after(10s);
+  while (!served && !d.expired()) {
+    auto client = ReadClient::connect(c.client_options());
+    if (client.ok()) {
+      auto r = (*client)->get("a");
+      served = r.ok() && r->status == ReadStatus::found && r->value == "A";
+    }
+    if (!served) std::this_thread::sleep_for(50ms);
+  }
+  CHECK(served);
+  CHECK(c.servers[0]->stats().connections <= 64);
+  CHECK(logs.contains("reads: closed the connection of read client 'idle'",
+                      "a new client takes its place"));
+  CHECK(logs.contains("reads: refused client 'idle'", "max_connections"));
+}
