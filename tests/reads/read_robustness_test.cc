@@ -282,7 +282,13 @@ TEST_CASE("reads: 70 clients that never ask keep no real client out and cost lit
   // Each connection's request and response slots (16 x (64 KiB + 256 KiB), 5 MiB) are
   // resident only once used: 64 idle connections cost well under 1 MiB each.
   INFO("resident memory grew by " << grown / 1024 << " KiB for 64 idle connections");
+#if defined(__SANITIZE_THREAD__)
+  WARN(
+      "resident-memory bound not checked: ThreadSanitizer's own memory per thread and "
+      "lock (about 110 MB here) is counted in this process's RSS");
+#else
   CHECK(grown < 64 * (1u << 20) / 2);
+#endif
   // Once they have been idle for a second, a real client takes the place of the one idle
   // the longest.
   std::this_thread::sleep_for(1100ms);

@@ -5,6 +5,8 @@
 // background checkpoints.
 #include <catch2/catch.hpp>
 
+#include <array>
+
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -475,12 +477,22 @@ TEST_CASE("checkpoints are taken in the background, shorten the log and are reco
     // checkpoints snapshot it.
     auto leader = make(lo, expected, fabric);
     // About 6 MiB of log: several 1 MiB segments, many checkpoint triggers.
+    std::array<uint64_t, 2> last_checkpoint{0, 0};  // leader's, follower's
     for (int round = 0; round < 6; ++round) {
       wait_committed(*leader, write_records(*leader, expected, 4000, 10 + round, 200));
-      // Give the background checkpointer (50 ms tick) a chance between rounds.
-      const Deadline d = Deadline::after(5s);
-      while (wal::list_checkpoints(ldir.path())->empty() && !d.expired())
+      // Each round (about 800 KB) is over the 256 KiB trigger: wait for the background
+      // checkpointer (50 ms tick) to take a checkpoint newer than the last round's on both
+      // nodes, so that the kept ones end past the first segment however fast the writes go.
+      auto newest = [](const std::string& dir) {
+        auto found = wal::list_checkpoints(dir);
+        return found && !found->empty() ? found->back() : uint64_t{0};
+      };
+      const Deadline d = Deadline::after(10s);
+      while ((newest(ldir.path()) <= last_checkpoint[0] ||
+              newest(fdir.path()) <= last_checkpoint[1]) &&
+             !d.expired())
         std::this_thread::sleep_for(5ms);
+      last_checkpoint = {newest(ldir.path()), newest(fdir.path())};
     }
     REQUIRE(leader->wait_all_acked(30s).ok());
     for (uint32_t s = 0; s < o.shards; ++s) seqs.push_back(leader->last_seq(s));

@@ -44,9 +44,26 @@ WcStatus status_of(NakSyndrome s) noexcept {
 
 }  // namespace
 
-FrameReceiver::FrameReceiver(const Registry& registry, SendQueue& sq, RecvQueue& rq,
-                             ReadResponses& rsp, OutgoingAcks& acks, CompletionRing& cq)
-    : registry_(registry), sq_(sq), rq_(rq), rsp_(rsp), acks_(acks), cq_(cq), stage_(kStageBytes) {}
+FrameReceiver::FrameReceiver(const Registry& registry, std::vector<RemoteRegion> granted,
+                             SendQueue& sq, RecvQueue& rq, ReadResponses& rsp, OutgoingAcks& acks,
+                             CompletionRing& cq)
+    : registry_(registry),
+      granted_(std::move(granted)),
+      sq_(sq),
+      rq_(rq),
+      rsp_(rsp),
+      acks_(acks),
+      cq_(cq),
+      stage_(kStageBytes) {}
+
+bool FrameReceiver::granted(uint32_t rkey, uint64_t addr, uint64_t len) const noexcept {
+  if (granted_.empty()) return true;
+  for (const RemoteRegion& g : granted_)
+    if (g.rkey == rkey && addr >= g.addr && addr - g.addr <= g.length &&
+        len <= g.length - (addr - g.addr))
+      return true;
+  return false;
+}
 
 bool FrameReceiver::progress(int fd) noexcept {
   size_t budget = kRecvBudgetBytes;
@@ -214,6 +231,10 @@ bool FrameReceiver::check_write_target() noexcept {
     violation = "its region is not registered with remote write access";
   else if (!e->covers(static_cast<uintptr_t>(in_.remote_addr), in_.length))
     violation = "the range does not lie wholly inside the region of that rkey";
+  else if (!granted(in_.rkey, in_.remote_addr, in_.length))
+    violation =
+        "the range does not lie wholly inside a region this connection advertised for that "
+        "rkey";
   if (violation != nullptr) {
     std::string region = e == nullptr
                              ? std::string()

@@ -53,8 +53,12 @@ struct ReceiveFault {
 
 class FrameReceiver {
  public:
-  FrameReceiver(const Registry& registry, SendQueue& sq, RecvQueue& rq, ReadResponses& rsp,
-                OutgoingAcks& acks, CompletionRing& cq);
+  // `granted`: the regions this side advertised to the peer in the handshake. When there
+  // are any, a one-sided write must lie wholly inside one of them (with its rkey), not just
+  // inside a registration: a peer cannot write past the ring it was given into the rest of
+  // the arena. With none, the registration bounds it.
+  FrameReceiver(const Registry& registry, std::vector<RemoteRegion> granted, SendQueue& sq,
+                RecvQueue& rq, ReadResponses& rsp, OutgoingAcks& acks, CompletionRing& cq);
 
   // Reads what socket `fd` holds (at most kRecvBudgetBytes) and handles every whole frame
   // header and payload byte of it. False when the connection must fail: fault() says why.
@@ -65,6 +69,9 @@ class FrameReceiver {
 
  private:
   enum class RecvState : uint8_t { header, payload };
+
+  // Whether [addr, addr + len) with `rkey` lies inside a granted region (or none was).
+  [[nodiscard]] bool granted(uint32_t rkey, uint64_t addr, uint64_t len) const noexcept;
 
   // Bytes read per poll() before returning to the caller, so one busy connection cannot
   // starve the completions of another polled by the same thread.
@@ -102,6 +109,7 @@ class FrameReceiver {
   [[nodiscard]] std::string describe_incoming() const;
 
   const Registry& registry_;
+  std::vector<RemoteRegion> granted_;
   SendQueue& sq_;
   RecvQueue& rq_;
   ReadResponses& rsp_;

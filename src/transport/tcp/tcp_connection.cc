@@ -15,7 +15,8 @@
 namespace rdmarepl::transport::tcp {
 
 TcpConnection::TcpConnection(bootstrap::Fd fd, std::shared_ptr<const Registry> registry,
-                             PeerInfo peer, uint32_t send_queue_depth, uint32_t recv_queue_depth)
+                             PeerInfo peer, std::vector<RemoteRegion> granted,
+                             uint32_t send_queue_depth, uint32_t recv_queue_depth)
     : fd_(std::move(fd)),
       registry_(std::move(registry)),
       peer_(std::move(peer)),
@@ -24,7 +25,7 @@ TcpConnection::TcpConnection(bootstrap::Fd fd, std::shared_ptr<const Registry> r
       sq_(send_queue_depth),
       rq_(recv_queue_depth),
       tx_(sq_, acks_, rsp_),
-      rx_(*registry_, sq_, rq_, rsp_, acks_, cq_) {}
+      rx_(*registry_, std::move(granted), sq_, rq_, rsp_, acks_, cq_) {}
 
 TcpConnection::~TcpConnection() {
   close();

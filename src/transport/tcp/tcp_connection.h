@@ -45,8 +45,11 @@ class TcpConnection final : public Connection {
   // Limits of ConnectionOptions::send_queue_depth / recv_queue_depth.
   static constexpr uint32_t kMaxQueueDepth = 1u << 16;
 
+  // `granted`: the regions this side advertised (ConnectionOptions::regions), which bound
+  // the peer's one-sided writes (FrameReceiver).
   TcpConnection(bootstrap::Fd fd, std::shared_ptr<const Registry> registry, PeerInfo peer,
-                uint32_t send_queue_depth, uint32_t recv_queue_depth);
+                std::vector<RemoteRegion> granted, uint32_t send_queue_depth,
+                uint32_t recv_queue_depth);
   ~TcpConnection() override;
 
   PostStatus post_writes(std::span<const WriteRequest> requests) noexcept override;

@@ -68,7 +68,8 @@ Result<std::unique_ptr<Connection>> establish(bootstrap::Fd fd, bootstrap::Role 
   peer.regions = std::move(theirs->regions);
   peer.app_data = std::move(theirs->app_data);
   auto conn = std::make_unique<TcpConnection>(std::move(fd), std::move(registry), std::move(peer),
-                                              options.send_queue_depth, options.recv_queue_depth);
+                                              options.regions, options.send_queue_depth,
+                                              options.recv_queue_depth);
   // Frames are only read when the owner polls, so posting here is as early as needed.
   if (options.initial_recvs > 0 && conn->post_recvs(options.initial_recvs, 0) != PostStatus::ok) {
     return Error(Errc::invalid_argument,

@@ -77,7 +77,8 @@ struct Env {
   Pair pair;
   std::vector<Completion> client, server;
 
-  Env() {
+  // `advertised`: how much of dst the follower side grants the peer in its handshake.
+  explicit Env(uint32_t advertised = 8192) {
     src_mr = std::move(t.register_memory(src.data(), src.size(), Access::local_write).value());
     dst_mr = std::move(
         t.register_memory(dst.data(), dst.size(), Access::local_write | Access::remote_write)
@@ -86,6 +87,7 @@ struct Env {
     co.node_id = "leader-1";
     so.node_id = "follower-2";
     so.regions = {dst_mr->remote()};
+    so.regions.front().length = advertised;
     pair = make_pair(t, co, so);
   }
   WriteRequest write(uint32_t len, uint64_t off) {
@@ -130,6 +132,30 @@ TEST_CASE("tcp: an out-of-range write is reported with the region's bounds", "[t
   CHECK(has_text(e, "does not lie wholly inside"));
   CHECK(has_text(e, fmt::format("0x{:x}", env.dst_mr->remote().addr)));
   CHECK(std::all_of(env.dst.begin(), env.dst.end(), [](uint8_t b) { return b == 0xab; }));
+}
+
+TEST_CASE("tcp: a write past what the connection advertised is refused though registered",
+          "[transport][tcp]") {
+  // The follower registers an arena and advertises a ring inside it: a peer's write must
+  // stay in the ring, as a write outside a memory region fails on verbs.
+  {
+    Env env(4096);
+    auto e = env.refused(env.write(64, 4096 - 32));
+    CHECK(e.is(Errc::remote_access));
+    CHECK(has_text(e, "advertised"));
+    CHECK(env.client[0].status == WcStatus::remote_access_error);
+    CHECK(std::all_of(env.dst.begin(), env.dst.end(), [](uint8_t b) { return b == 0xab; }));
+  }
+  {
+    Env env(4096);  // inside what it advertised: placed
+    REQUIRE(env.pair.server->post_recvs(1, 0) == PostStatus::ok);
+    auto w = env.write(64, 4096 - 64);
+    REQUIRE(env.pair.client->post_writes({&w, 1}) == PostStatus::ok);
+    REQUIRE(pump(env.pair, env.client, env.server, [&] { return !env.client.empty(); }));
+    CHECK(env.client[0].status == WcStatus::success);
+    CHECK(env.pair.server->healthy());
+    CHECK(env.dst[4096 - 64] == 0x11);
+  }
 }
 
 TEST_CASE("tcp: a huge length cannot wrap the range check", "[transport][tcp]") {
