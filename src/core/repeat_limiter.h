@@ -48,7 +48,7 @@ class RepeatLimiter {
   uint64_t overflow_ = 0;  // lines held back because max_keys_ keys were in use
 };
 
-// " (N more like it in the last S s)" for a count of held-back lines, "" for 0.
+// " (N more like it in the last M ms)" for a count of held-back lines, "" for 0.
 std::string held_back_note(uint64_t held_back, Duration interval);
 
 }  // namespace rdmarepl
